@@ -1,0 +1,269 @@
+package io.streamstate.core.engine;
+
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.Changelog;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.Checkpoint;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.DBOptions;
+import org.rocksdb.FlushOptions;
+import org.rocksdb.Options;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
+
+/**
+ * The one owner of a RocksDB instance's native handles. Every call checks that the instance is
+ * open and turns {@link RocksDBException} into a {@link StreamStateException} naming the store,
+ * so no caller can reach native code through a closed handle. Handles are closed in reverse order
+ * of creation. RocksDB types never leave this package.
+ *
+ * <p>Writes go with the WAL disabled: durability is the changelog's job, and a local instance is
+ * never trusted after a crash.
+ */
+final class LocalDb implements AutoCloseable {
+  static final String DEFAULT_FAMILY = "default";
+
+  private final String storeName;
+  private final Path dir;
+  private final DBOptions dbOptions;
+  private final ColumnFamilyOptions familyOptions;
+  private final WriteOptions writeOptions;
+  private final ReadOptions readOptions;
+  private final org.rocksdb.BloomFilter bloomFilter;
+  private final RocksDB db;
+  private final Map<String, ColumnFamilyHandle> families = new LinkedHashMap<>();
+  private boolean closed;
+
+  private LocalDb(String storeName, Path dir, RocksDbMemoryBudget budget) {
+    this.storeName = storeName;
+    this.dir = dir;
+    this.dbOptions =
+        new DBOptions()
+            .setCreateIfMissing(true)
+            .setCreateMissingColumnFamilies(true)
+            .setWriteBufferManager(budget.writeBufferManager())
+            .setMaxBackgroundJobs(2)
+            .setKeepLogFileNum(2)
+            .setMaxManifestFileSize(4L << 20);
+    this.bloomFilter = new org.rocksdb.BloomFilter(10, false);
+    BlockBasedTableConfig table =
+        new BlockBasedTableConfig()
+            .setBlockCache(budget.cache())
+            .setCacheIndexAndFilterBlocks(true)
+            .setPinL0FilterAndIndexBlocksInCache(true)
+            .setFilterPolicy(bloomFilter);
+    this.familyOptions =
+        new ColumnFamilyOptions()
+            .setTableFormatConfig(table)
+            .setWriteBufferSize(16L << 20)
+            .setMaxWriteBufferNumber(3);
+    this.writeOptions = new WriteOptions().setDisableWAL(true);
+    this.readOptions = new ReadOptions();
+    List<String> names = existingFamilies(dir);
+    List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+    for (String name : names) {
+      descriptors.add(new ColumnFamilyDescriptor(bytes(name), familyOptions));
+    }
+    List<ColumnFamilyHandle> handles = new ArrayList<>();
+    try {
+      this.db = RocksDB.open(dbOptions, dir.toString(), descriptors, handles);
+    } catch (RocksDBException e) {
+      closeOptions();
+      throw new StreamStateException(
+          "Cannot open local RocksDB of store " + storeName + " in " + dir + ": " + e, e);
+    }
+    for (int i = 0; i < names.size(); i++) {
+      families.put(names.get(i), handles.get(i));
+    }
+  }
+
+  /** Opens (or creates) the instance in {@code dir}. */
+  static LocalDb open(String storeName, Path dir, RocksDbMemoryBudget budget) {
+    return new LocalDb(storeName, dir, budget);
+  }
+
+  private static List<String> existingFamilies(Path dir) {
+    List<String> names = new ArrayList<>();
+    names.add(DEFAULT_FAMILY);
+    if (!Files.exists(dir.resolve("CURRENT"))) {
+      return names;
+    }
+    try (Options options = new Options()) {
+      for (byte[] name : RocksDB.listColumnFamilies(options, dir.toString())) {
+        String s = new String(name, StandardCharsets.UTF_8);
+        if (!s.equals(DEFAULT_FAMILY)) {
+          names.add(s);
+        }
+      }
+    } catch (RocksDBException e) {
+      throw new StreamStateException("Cannot list column families in " + dir + ": " + e, e);
+    }
+    return names;
+  }
+
+  Set<String> familyNames() {
+    checkOpen();
+    return families.keySet();
+  }
+
+  boolean hasFamily(String name) {
+    checkOpen();
+    return families.containsKey(name);
+  }
+
+  byte[] get(String family, byte[] key) {
+    checkOpen();
+    ColumnFamilyHandle handle = families.get(family);
+    if (handle == null) {
+      return null;
+    }
+    try {
+      return db.get(handle, readOptions, key);
+    } catch (RocksDBException e) {
+      throw failure("read", e);
+    }
+  }
+
+  /** An iterator over a family; null if the family does not exist. */
+  RocksIterator newIterator(String family) {
+    checkOpen();
+    ColumnFamilyHandle handle = families.get(family);
+    return handle == null ? null : db.newIterator(handle, readOptions);
+  }
+
+  /** Applies one version's changes in one write batch (families created or dropped first). */
+  void apply(Changelog changelog) {
+    checkOpen();
+    try {
+      for (Changelog.FamilyOp op : changelog.familyOps()) {
+        if (op.kind() == Changelog.FamilyOp.Kind.CREATE) {
+          if (!families.containsKey(op.family())) {
+            families.put(
+                op.family(),
+                db.createColumnFamily(new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
+          }
+        } else {
+          ColumnFamilyHandle handle = families.remove(op.family());
+          if (handle != null) {
+            db.dropColumnFamily(handle);
+            handle.close();
+          }
+        }
+      }
+      try (WriteBatch batch = new WriteBatch()) {
+        for (Changelog.FamilyChanges fc : changelog.changes()) {
+          ColumnFamilyHandle handle = families.get(fc.family());
+          if (handle == null) {
+            throw new StreamStateException(
+                "Changelog of version " + changelog.version() + " of store " + storeName
+                    + " writes to column family '" + fc.family() + "', which does not exist");
+          }
+          for (Changelog.Change c : fc.changes()) {
+            if (c.isDelete()) {
+              batch.delete(handle, c.key());
+            } else {
+              batch.put(handle, c.key(), c.value());
+            }
+          }
+        }
+        db.write(writeOptions, batch);
+      }
+    } catch (RocksDBException e) {
+      throw failure("write", e);
+    }
+  }
+
+  /** Flushes memtables and writes a checkpoint (hard links where possible) to {@code target}. */
+  void checkpoint(Path target) {
+    checkOpen();
+    try (FlushOptions flush = new FlushOptions().setWaitForFlush(true);
+        Checkpoint checkpoint = Checkpoint.create(db)) {
+      db.flush(flush, new ArrayList<>(families.values()));
+      checkpoint.createCheckpoint(target.toString());
+    } catch (RocksDBException e) {
+      throw failure("checkpoint", e);
+    }
+  }
+
+  long estimateKeys() {
+    checkOpen();
+    long n = 0;
+    try {
+      for (ColumnFamilyHandle h : families.values()) {
+        n += db.getLongProperty(h, "rocksdb.estimate-num-keys");
+      }
+    } catch (RocksDBException e) {
+      throw failure("read properties", e);
+    }
+    return n;
+  }
+
+  long memoryBytes() {
+    checkOpen();
+    try {
+      long n = 0;
+      for (ColumnFamilyHandle h : families.values()) {
+        n += db.getLongProperty(h, "rocksdb.cur-size-all-mem-tables");
+      }
+      return n;
+    } catch (RocksDBException e) {
+      throw failure("read properties", e);
+    }
+  }
+
+  Path dir() {
+    return dir;
+  }
+
+  private void checkOpen() {
+    if (closed) {
+      throw new IllegalStateException("Local RocksDB of store " + storeName + " is closed");
+    }
+  }
+
+  private StreamStateException failure(String what, RocksDBException e) {
+    return new StreamStateException(
+        "Local RocksDB " + what + " failed for store " + storeName + " in " + dir + ": " + e, e);
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());
+    families.clear();
+    for (ColumnFamilyHandle h : handles) {
+      h.close();
+    }
+    db.close();
+    closeOptions();
+  }
+
+  private void closeOptions() {
+    readOptions.close();
+    writeOptions.close();
+    familyOptions.close();
+    bloomFilter.close();
+    dbOptions.close();
+  }
+}

@@ -1,0 +1,75 @@
+package io.streamstate.core.engine;
+
+import org.rocksdb.Cache;
+import org.rocksdb.LRUCache;
+import org.rocksdb.RocksDB;
+import org.rocksdb.WriteBufferManager;
+
+/**
+ * One memory budget shared by every RocksDB instance of a process: a block cache of {@code
+ * capBytes}, with memtables charged to that same cache through a write buffer manager, so that
+ * block cache plus write buffers of all stores together stay near the cap however many store
+ * partitions an executor runs.
+ *
+ * <p>The process-wide instance is {@link #shared(long)}; tests may create private ones.
+ */
+public final class RocksDbMemoryBudget implements AutoCloseable {
+  /** Default cap: 256 MiB for the whole process. */
+  public static final long DEFAULT_CAP_BYTES = 256L << 20;
+
+  private static RocksDbMemoryBudget shared;
+
+  private final long capBytes;
+  private final Cache cache;
+  private final WriteBufferManager writeBufferManager;
+
+  static {
+    RocksDB.loadLibrary();
+  }
+
+  /** A private budget; the caller closes it after every store using it is closed. */
+  public RocksDbMemoryBudget(long capBytes) {
+    if (capBytes < (8L << 20)) {
+      throw new IllegalArgumentException("memory cap must be at least 8 MiB, got " + capBytes);
+    }
+    this.capBytes = capBytes;
+    // Strict limit off: a full cache must slow reads down, never fail them.
+    this.cache = new LRUCache(capBytes, -1, false, 0.1);
+    // Memtables may take half of the budget; their memory is charged to the same cache.
+    this.writeBufferManager = new WriteBufferManager(capBytes / 2, cache);
+  }
+
+  /**
+   * The process-wide budget. The first caller fixes the cap; later callers asking for another cap
+   * get the existing budget (a process has one budget, whatever each store asks for).
+   */
+  public static synchronized RocksDbMemoryBudget shared(long capBytes) {
+    if (shared == null) {
+      shared = new RocksDbMemoryBudget(capBytes);
+    }
+    return shared;
+  }
+
+  public long capBytes() {
+    return capBytes;
+  }
+
+  Cache cache() {
+    return cache;
+  }
+
+  WriteBufferManager writeBufferManager() {
+    return writeBufferManager;
+  }
+
+  /** Bytes the shared cache holds now (blocks plus charged memtables). */
+  public long usedBytes() {
+    return cache.getUsage();
+  }
+
+  @Override
+  public void close() {
+    writeBufferManager.close();
+    cache.close();
+  }
+}

@@ -1,0 +1,272 @@
+package io.streamstate.core.engine;
+
+import io.streamstate.core.format.Changelog;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeSet;
+import org.rocksdb.RocksIterator;
+
+/**
+ * The state of one store at one version, open for reading and changing. Changes stay in this
+ * transaction until {@link #commit()} makes them version {@code version() + 1}, durably; {@link
+ * #abort()} (or {@link #close()} without commit) drops them.
+ *
+ * <p>Reads see the transaction's own changes. Iteration is in unsigned byte order of keys; keys may
+ * be deleted while iterating. Not thread-safe: one task thread uses a transaction.
+ *
+ * <p>Keys and values passed in are copied; arrays returned are the caller's.
+ */
+public final class StateTransaction implements AutoCloseable {
+  private enum State {
+    OPEN,
+    COMMITTED,
+    ABORTED
+  }
+
+  private final VersionedStore store;
+  private final LocalDb db;
+  private final long version;
+  private final Set<String> families;
+  private final Map<String, Overlay> overlays = new HashMap<>();
+  private final List<Changelog.FamilyOp> familyOps = new ArrayList<>();
+  private final List<CloseableIterator<KeyValue>> iterators = new ArrayList<>();
+  private State state = State.OPEN;
+  private long committedVersion = -1;
+
+  StateTransaction(VersionedStore store, LocalDb db, long version) {
+    this.store = store;
+    this.db = db;
+    this.version = version;
+    this.families = new LinkedHashSet<>(db.familyNames());
+  }
+
+  /** The version this transaction was loaded at. */
+  public long version() {
+    return version;
+  }
+
+  /** The column families visible now, {@code "default"} always among them. */
+  public Set<String> columnFamilies() {
+    return Collections.unmodifiableSet(new TreeSet<>(families));
+  }
+
+  /** The value of {@code key}, or null. */
+  public byte[] get(String family, byte[] key) {
+    checkOpen();
+    Overlay overlay = checkFamily(family);
+    if (overlay != null) {
+      byte[] v = overlay.changes.get(key);
+      if (v != null) {
+        return v == Overlay.TOMBSTONE ? null : v.clone();
+      }
+      if (overlay.hidesCommitted) {
+        return null;
+      }
+    }
+    return db.get(family, key);
+  }
+
+  public void put(String family, byte[] key, byte[] value) {
+    checkOpen();
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(value, "value");
+    checkFamily(family);
+    overlay(family).changes.put(key.clone(), value.clone());
+  }
+
+  public void delete(String family, byte[] key) {
+    checkOpen();
+    Objects.requireNonNull(key, "key");
+    checkFamily(family);
+    overlay(family).changes.put(key.clone(), Overlay.TOMBSTONE);
+  }
+
+  /** All entries of a family in key order. */
+  public CloseableIterator<KeyValue> iterator(String family) {
+    return rangeIterator(family, null, null);
+  }
+
+  /** The entries whose keys start with {@code prefix}, in key order. */
+  public CloseableIterator<KeyValue> prefixIterator(String family, byte[] prefix) {
+    return rangeIterator(family, prefix, ByteKeys.prefixEnd(prefix));
+  }
+
+  /**
+   * The entries with {@code from <= key < to} in key order; a null bound is open.
+   */
+  public CloseableIterator<KeyValue> rangeIterator(String family, byte[] from, byte[] to) {
+    checkOpen();
+    Overlay overlay = checkFamily(family);
+    RocksIterator base = null;
+    if (overlay == null || !overlay.hidesCommitted) {
+      base = db.newIterator(family);
+      if (base != null) {
+        if (from == null) {
+          base.seekToFirst();
+        } else {
+          base.seek(from);
+        }
+      }
+    }
+    Iterator<Map.Entry<byte[], byte[]>> changes = Collections.emptyIterator();
+    if (overlay != null) {
+      NavigableMap<byte[], byte[]> view = overlay.changes;
+      if (from != null) {
+        view = view.tailMap(from, true);
+      }
+      changes = view.entrySet().iterator();
+    }
+    CloseableIterator<KeyValue> it = new MergingIterator(base, changes, to);
+    iterators.add(it);
+    return it;
+  }
+
+  /** Creates a column family; false if it exists already. */
+  public boolean createColumnFamily(String family) {
+    checkOpen();
+    Objects.requireNonNull(family, "family");
+    if (family.isEmpty()) {
+      throw new IllegalArgumentException("column family name is empty");
+    }
+    if (families.contains(family)) {
+      return false;
+    }
+    families.add(family);
+    familyOps.add(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, family));
+    overlays.put(family, new Overlay(true));
+    return true;
+  }
+
+  /** Drops a column family and all its entries; false if it does not exist. */
+  public boolean dropColumnFamily(String family) {
+    checkOpen();
+    if (LocalDb.DEFAULT_FAMILY.equals(family)) {
+      throw new IllegalArgumentException("the default column family cannot be dropped");
+    }
+    if (!families.remove(family)) {
+      return false;
+    }
+    familyOps.add(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.DROP, family));
+    overlays.remove(family);
+    return true;
+  }
+
+  /** Number of keys put or deleted so far. */
+  public long changeCount() {
+    long n = 0;
+    for (Overlay o : overlays.values()) {
+      n += o.changes.size();
+    }
+    return n;
+  }
+
+  /**
+   * Makes the changes version {@code version() + 1}: durable once this returns.
+   *
+   * @return the new version
+   * @throws io.streamstate.core.error.ConflictException another writer committed that version
+   *     first with different content; this transaction is aborted
+   * @throws io.streamstate.core.error.RetryableException nothing was committed; aborted
+   * @throws io.streamstate.core.error.OutcomeUnknownException the changelog may or may not be
+   *     durable; aborted; load again to find out
+   */
+  public long commit() {
+    checkOpen();
+    closeIterators();
+    try {
+      committedVersion = store.commit(this);
+      state = State.COMMITTED;
+      return committedVersion;
+    } finally {
+      if (state == State.OPEN) {
+        state = State.ABORTED;
+        store.release(this);
+      }
+    }
+  }
+
+  /** Drops all changes. Idempotent; a no-op after commit. */
+  public void abort() {
+    if (state == State.OPEN) {
+      state = State.ABORTED;
+      closeIterators();
+      store.release(this);
+    }
+  }
+
+  public boolean hasCommitted() {
+    return state == State.COMMITTED;
+  }
+
+  /** The version commit produced; fails unless committed. */
+  public long committedVersion() {
+    if (state != State.COMMITTED) {
+      throw new IllegalStateException("not committed");
+    }
+    return committedVersion;
+  }
+
+  /** Aborts unless committed. */
+  @Override
+  public void close() {
+    abort();
+  }
+
+  /** The changelog of this transaction's changes, as version {@code newVersion}. */
+  Changelog toChangelog(long newVersion) {
+    List<Changelog.FamilyChanges> changes = new ArrayList<>();
+    for (String family : new TreeSet<>(overlays.keySet())) {
+      Overlay overlay = overlays.get(family);
+      if (overlay.changes.isEmpty()) {
+        continue;
+      }
+      List<Changelog.Change> list = new ArrayList<>(overlay.changes.size());
+      for (Map.Entry<byte[], byte[]> e : overlay.changes.entrySet()) {
+        byte[] value = e.getValue();
+        list.add(new Changelog.Change(e.getKey(), value == Overlay.TOMBSTONE ? null : value));
+      }
+      changes.add(new Changelog.FamilyChanges(family, list));
+    }
+    return new Changelog(newVersion, List.copyOf(familyOps), changes);
+  }
+
+  LocalDb db() {
+    return db;
+  }
+
+  private Overlay overlay(String family) {
+    return overlays.computeIfAbsent(family, f -> new Overlay(false));
+  }
+
+  /** Checks the family exists; returns its overlay if it has one. */
+  private Overlay checkFamily(String family) {
+    if (!families.contains(family)) {
+      throw new IllegalArgumentException(
+          "Store " + store.name() + " version " + version + " has no column family '" + family
+              + "' (has " + columnFamilies() + ")");
+    }
+    return overlays.get(family);
+  }
+
+  private void checkOpen() {
+    if (state != State.OPEN) {
+      throw new IllegalStateException(
+          "Transaction on store " + store.name() + " at version " + version + " is " + state);
+    }
+  }
+
+  private void closeIterators() {
+    for (CloseableIterator<KeyValue> it : iterators) {
+      it.close();
+    }
+    iterators.clear();
+  }
+}

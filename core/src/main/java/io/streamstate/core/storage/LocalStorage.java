@@ -1,0 +1,179 @@
+package io.streamstate.core.storage;
+
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.stream.Stream;
+
+/**
+ * {@link Storage} on a local file system through {@code java.nio}: no Hadoop, no child processes.
+ *
+ * <p>{@link #create} opens the final name with {@code CREATE_NEW} (the kernel's {@code O_EXCL},
+ * atomic create-if-absent), writes, forces the file to disk, then forces its directory so that the
+ * new name itself survives a crash. A failed write deletes what it created (it owns the name), so
+ * the only partial files a reader can ever meet are those of a writer that is still writing or that
+ * died mid-write.
+ */
+public final class LocalStorage implements Storage {
+  private final Path root;
+
+  public LocalStorage(Path root) {
+    this.root = Objects.requireNonNull(root, "root").toAbsolutePath().normalize();
+  }
+
+  /** The directory under which all names are resolved. */
+  public Path root() {
+    return root;
+  }
+
+  @Override
+  public void create(String name, ContentWriter content) {
+    Path path = resolve(name);
+    try {
+      Files.createDirectories(path.getParent());
+    } catch (IOException e) {
+      throw new RetryableException("Cannot create directory for " + path + ": " + e, e);
+    }
+    FileChannel channel;
+    try {
+      channel =
+          FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      throw new FileAlreadyExistsException(name);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot create " + path + ": " + e, e);
+    }
+    // From here on the name is ours: on any failure remove it, so nothing partial is left.
+    try (channel) {
+      OutputStream out = Channels.newOutputStream(channel);
+      content.writeTo(out);
+      out.flush();
+      channel.force(true);
+    } catch (IOException | RuntimeException e) {
+      deleteAfterFailedCreate(path, e);
+      if (e instanceof RuntimeException re && !(e instanceof java.io.UncheckedIOException)) {
+        throw re;
+      }
+      throw new RetryableException("Cannot write " + path + ": " + e, e);
+    }
+    forceDirectory(path.getParent());
+  }
+
+  private static void deleteAfterFailedCreate(Path path, Exception cause) {
+    try {
+      Files.deleteIfExists(path);
+    } catch (IOException e) {
+      OutcomeUnknownException unknown =
+          new OutcomeUnknownException(
+              "Write of " + path + " failed (" + cause + ") and the partial file could not be"
+                  + " removed: " + e,
+              cause);
+      unknown.addSuppressed(e);
+      throw unknown;
+    }
+  }
+
+  private static void forceDirectory(Path dir) {
+    // Linux makes a new directory entry durable only when the directory itself is synced.
+    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+      d.force(true);
+    } catch (IOException e) {
+      throw new OutcomeUnknownException(
+          "Wrote " + dir + " entry but could not sync the directory: " + e, e);
+    }
+  }
+
+  @Override
+  public InputStream open(String name) {
+    Path path = resolve(name);
+    try {
+      return Files.newInputStream(path);
+    } catch (NoSuchFileException e) {
+      throw new MissingFileException("File not found: " + path);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot open " + path + ": " + e, e);
+    }
+  }
+
+  @Override
+  public boolean delete(String name) {
+    Path path = resolve(name);
+    try {
+      return Files.deleteIfExists(path);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot delete " + path + ": " + e, e);
+    }
+  }
+
+  @Override
+  public List<FileInfo> list(String prefix) {
+    // Walk only the deepest directory the prefix names completely.
+    int slash = prefix.lastIndexOf('/');
+    String dirPart = slash < 0 ? "" : prefix.substring(0, slash);
+    Path dir = dirPart.isEmpty() ? root : resolve(dirPart);
+    if (!Files.isDirectory(dir)) {
+      return List.of();
+    }
+    List<FileInfo> result = new ArrayList<>();
+    try (Stream<Path> walk = Files.walk(dir)) {
+      walk.forEach(
+          p -> {
+            String name = root.relativize(p).toString().replace('\\', '/');
+            if (!name.startsWith(prefix)) {
+              return;
+            }
+            try {
+              BasicFileAttributes attrs = Files.readAttributes(p, BasicFileAttributes.class);
+              if (attrs.isRegularFile()) {
+                result.add(new FileInfo(name, attrs.size(), attrs.lastModifiedTime().toMillis()));
+              }
+            } catch (NoSuchFileException e) {
+              // deleted while listing: not listed
+            } catch (IOException e) {
+              throw new RetryableException("Cannot list " + p + ": " + e, e);
+            }
+          });
+    } catch (IOException e) {
+      throw new RetryableException("Cannot list " + dir + ": " + e, e);
+    } catch (java.io.UncheckedIOException e) {
+      if (e.getCause() instanceof NoSuchFileException) {
+        return List.of(); // directory removed while listing
+      }
+      throw new RetryableException("Cannot list " + dir + ": " + e.getCause(), e);
+    }
+    result.sort(Comparator.comparing(FileInfo::name));
+    return result;
+  }
+
+  @Override
+  public String describe() {
+    return root.toUri().toString();
+  }
+
+  private Path resolve(String name) {
+    if (name.isEmpty() || name.startsWith("/") || name.contains("..") || name.contains("\\")) {
+      throw new IllegalArgumentException("Invalid storage name: '" + name + "'");
+    }
+    return root.resolve(name);
+  }
+
+  @Override
+  public String toString() {
+    return "LocalStorage[" + root + "]";
+  }
+}
