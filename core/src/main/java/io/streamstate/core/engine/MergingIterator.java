@@ -36,6 +36,9 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   public boolean hasNext() {
     if (next == null && !closed) {
       next = advance();
+      if (next == null) {
+        close(); // exhausted: free the native iterator now, callers often never close
+      }
     }
     return next != null;
   }
@@ -85,6 +88,10 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       return false;
     }
     return endExclusive == null || ByteKeys.ORDER.compare(base.key(), endExclusive) < 0;
+  }
+
+  boolean isClosed() {
+    return closed;
   }
 
   @Override

@@ -37,7 +37,7 @@ public final class StateTransaction implements AutoCloseable {
   private final Set<String> families;
   private final Map<String, Overlay> overlays = new HashMap<>();
   private final List<Changelog.FamilyOp> familyOps = new ArrayList<>();
-  private final List<CloseableIterator<KeyValue>> iterators = new ArrayList<>();
+  private final List<MergingIterator> iterators = new ArrayList<>();
   private State state = State.OPEN;
   private long committedVersion = -1;
 
@@ -124,7 +124,11 @@ public final class StateTransaction implements AutoCloseable {
       }
       changes = view.entrySet().iterator();
     }
-    CloseableIterator<KeyValue> it = new MergingIterator(base, changes, to);
+    MergingIterator it = new MergingIterator(base, changes, to);
+    if (iterators.size() >= 64) {
+      // Operators open an iterator per key (joins): forget the ones already closed.
+      iterators.removeIf(MergingIterator::isClosed);
+    }
     iterators.add(it);
     return it;
   }
@@ -264,7 +268,7 @@ public final class StateTransaction implements AutoCloseable {
   }
 
   private void closeIterators() {
-    for (CloseableIterator<KeyValue> it : iterators) {
+    for (MergingIterator it : iterators) {
       it.close();
     }
     iterators.clear();

@@ -261,7 +261,7 @@ public final class VersionedStore implements AutoCloseable {
       } catch (FileAlreadyExistsException exists) {
         byte[] existing;
         try {
-          existing = FramedFile.readPayload(storage, file, FileKind.CHANGELOG);
+          existing = readWinningChangelog(file);
         } catch (MissingFileException gone) {
           if (attempt == 0) {
             continue; // removed between our create and our read: try once more
@@ -290,6 +290,31 @@ public final class VersionedStore implements AutoCloseable {
                 + " (another writer committed this version first: a task retry, a speculative"
                 + " attempt or a zombie).");
       }
+    }
+  }
+
+  /**
+   * Reads a changelog another writer published. On stores that show files while they are being
+   * written the winner may still be writing: re-read a few times (about 2 s in all) before giving
+   * up, so that the loser learns the definitive outcome (same content: success; else conflict).
+   */
+  private byte[] readWinningChangelog(String file) {
+    long backoffMillis = 5;
+    for (int attempt = 0; ; attempt++) {
+      try {
+        return FramedFile.readPayload(storage, file, FileKind.CHANGELOG);
+      } catch (CorruptFileException incomplete) {
+        if (attempt >= 8) {
+          throw incomplete;
+        }
+      }
+      try {
+        Thread.sleep(backoffMillis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new StreamStateException("Interrupted while reading " + file, e);
+      }
+      backoffMillis *= 2;
     }
   }
 

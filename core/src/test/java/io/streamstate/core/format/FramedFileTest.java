@@ -1,0 +1,142 @@
+package io.streamstate.core.format;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.streamstate.core.error.CorruptFileException;
+import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.LocalStorage;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class FramedFileTest {
+  @TempDir Path tmp;
+  LocalStorage storage;
+
+  @BeforeEach
+  void setUp() {
+    storage = new LocalStorage(tmp.resolve("store"));
+  }
+
+  private static byte[] payload(int n, long seed) {
+    byte[] b = new byte[n];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  @Test
+  void roundTripsPayloadsOfManySizes() {
+    for (int n : new int[] {0, 1, 15, 16, 17, 1000, 70_000, 300_000}) {
+      byte[] p = payload(n, n);
+      storage.create("f" + n, FramedFile.writer(FileKind.CHANGELOG, p));
+      assertThat(FramedFile.readPayload(storage, "f" + n, FileKind.CHANGELOG)).isEqualTo(p);
+      Path copy = tmp.resolve("copy" + n);
+      FramedFile.copyPayload(storage, "f" + n, FileKind.CHANGELOG, copy);
+      assertThat(copy).hasBinaryContent(p);
+    }
+  }
+
+  @Test
+  void streamsLocalFileContent() throws IOException {
+    byte[] p = payload(200_000, 7);
+    Path src = tmp.resolve("src.sst");
+    Files.write(src, p);
+    storage.create("x.sst", FramedFile.writer(FileKind.SST, src));
+    assertThat(Files.readAllBytes(tmp.resolve("store/x.sst")))
+        .isEqualTo(FramedFile.frame(FileKind.SST, p));
+  }
+
+  @Test
+  void detectsTruncationAtEveryLength() {
+    byte[] framed = FramedFile.frame(FileKind.CHANGELOG, payload(100, 1));
+    for (int len = 0; len < framed.length; len++) {
+      byte[] cut = Arrays.copyOf(framed, len);
+      String name = "t" + len;
+      storage.create(name, ContentWriter.ofBytes(cut));
+      assertThatThrownBy(() -> FramedFile.readPayload(storage, name, FileKind.CHANGELOG))
+          .isInstanceOf(CorruptFileException.class)
+          .hasMessageContaining(name)
+          .hasMessageContaining("corrupt");
+      Path target = tmp.resolve("out" + len);
+      assertThatThrownBy(() -> FramedFile.copyPayload(storage, name, FileKind.CHANGELOG, target))
+          .isInstanceOf(CorruptFileException.class)
+          .hasMessageContaining(name);
+      assertThat(target).doesNotExist();
+    }
+  }
+
+  @Test
+  void detectsEverySingleBitFlip() {
+    byte[] framed = FramedFile.frame(FileKind.SNAPSHOT_MANIFEST, payload(40, 2));
+    for (int bit = 0; bit < framed.length * 8; bit++) {
+      byte[] flipped = framed.clone();
+      flipped[bit / 8] ^= (byte) (1 << (bit % 8));
+      String name = "b" + bit;
+      storage.create(name, ContentWriter.ofBytes(flipped));
+      // A flip in the version byte is caught by the CRC first: every flip is "corrupt".
+      assertThatThrownBy(() -> FramedFile.readPayload(storage, name, FileKind.SNAPSHOT_MANIFEST))
+          .as("bit %d", bit)
+          .isInstanceOf(CorruptFileException.class)
+          .hasMessageContaining(name);
+    }
+  }
+
+  @Test
+  void rejectsWrongKindNamingBoth() {
+    storage.create("c", FramedFile.writer(FileKind.CHANGELOG, payload(10, 3)));
+    assertThatThrownBy(() -> FramedFile.readPayload(storage, "c", FileKind.SST))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("expected a SST file but its header says CHANGELOG");
+  }
+
+  @Test
+  void rejectsUnknownFormatVersionWithUpgradeAdvice() {
+    byte[] p = payload(10, 4);
+    byte[] framed = FramedFile.frame(FileKind.CHANGELOG, p);
+    framed[4] = 9; // version 9, with a CRC that matches it
+    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+    crc.update(framed, 0, FramedFile.HEADER_LENGTH + p.length);
+    java.nio.ByteBuffer.wrap(framed, framed.length - 8, 4).putInt((int) crc.getValue());
+    storage.create("v9", ContentWriter.ofBytes(framed));
+    assertThatThrownBy(() -> FramedFile.readPayload(storage, "v9", FileKind.CHANGELOG))
+        .isInstanceOf(UnsupportedException.class)
+        .hasMessageContaining("v9")
+        .hasMessageContaining("format version 9")
+        .hasMessageContaining("reads version 1");
+  }
+
+  @Test
+  void changelogCodecRoundTrips() {
+    Changelog c =
+        new Changelog(
+            42,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "cf")),
+            List.of(
+                new Changelog.FamilyChanges(
+                    "cf",
+                    List.of(
+                        new Changelog.Change(new byte[] {1}, new byte[] {2, 3}),
+                        new Changelog.Change(new byte[] {4}, null)))));
+    Changelog d = Changelog.decode(c.encode(), "x");
+    assertThat(d.version()).isEqualTo(42);
+    assertThat(d.familyOps()).isEqualTo(c.familyOps());
+    assertThat(d.changes().get(0).changes().get(0).value()).containsExactly(2, 3);
+    assertThat(d.changes().get(0).changes().get(1).isDelete()).isTrue();
+  }
+
+  @Test
+  void payloadThatDoesNotParseIsCorruptNotGarbage() {
+    byte[] bad = {0, 0, 0, 0, 0, 0, 0, 1, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF};
+    assertThatThrownBy(() -> Changelog.decode(bad, "file-x"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-x is corrupt");
+  }
+}

@@ -1,0 +1,615 @@
+package io.streamstate.testkit;
+
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.Storage;
+import java.io.ByteArrayOutputStream;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InputStream;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Queue;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
+
+/**
+ * A {@link Storage} that wraps another and injects faults into its calls, for tests of the commit
+ * and recovery protocols. Every fault it injects is one the {@link Storage} contract allows, so
+ * code that is correct against the contract must survive all of them.
+ *
+ * <h2>Calls</h2>
+ *
+ * Every call ({@link CallKind}) gets a global index, 0-based, in the order calls arrive; {@link
+ * #calls()} is the log of them, handy in failure messages.
+ *
+ * <h2>Faults</h2>
+ *
+ * <ul>
+ *   <li><b>Scripted:</b> {@link #failBefore(long)} and {@link #failAfter(long)} fail the call with
+ *       a given index, so a test can run a protocol once to count its calls, then crash it at
+ *       each call in turn.
+ *   <li><b>By rule</b> (see {@link Builder}), drawn from a {@link Random} with the given seed: the
+ *       same seed and the same sequence of calls give the same faults.
+ *       <ul>
+ *         <li><i>error before</i>: the delegate is not called; throws {@link
+ *             RetryableException}.
+ *         <li><i>error after</i>: the delegate call takes effect, then the caller gets an error as
+ *             if the reply was lost: {@link OutcomeUnknownException} for {@code create} and
+ *             {@code delete}; {@link RetryableException} for {@code open} and {@code list}, which
+ *             change nothing (the stream {@code open} returned is closed).
+ *         <li><i>torn write</i>: {@code create} publishes only a random, strictly shorter prefix of
+ *             the content (a writer that died mid-write on a store that shows partial files),
+ *             then throws {@link OutcomeUnknownException}. Empty content cannot be torn.
+ *         <li><i>latency</i>: a delay drawn from a {@link Latency} before the delegate is called.
+ *       </ul>
+ *   <li><b>Stalls:</b> {@link #stall} blocks matching calls until {@link Stall#release()}, to
+ *       test hedging and timeouts without timing assumptions.
+ *   <li><b>Crash:</b> after {@link #crash()} every call fails without reaching the delegate, as if
+ *       the process had died, until {@link #recover()}. A call already inside the delegate when
+ *       the crash happens completes there, but its caller gets {@link OutcomeUnknownException}
+ *       ({@link RetryableException} for reads).
+ * </ul>
+ *
+ * <p>Each injected fault is counted by {@link FaultKind} ({@link #injectedFaults()}). Messages of
+ * injected errors start with {@code "injected"} and name the call, for example {@code "injected
+ * fault before create of op0/part3/v5.log (call #12)"}.
+ *
+ * <p>Thread-safe. {@link #close()} does not close the delegate: it belongs to whoever created it,
+ * and several wrappers may share one delegate to simulate restarts of a process.
+ */
+public final class FaultInjectingStorage implements Storage {
+
+  /** The kinds of {@link Storage} call, one per method. */
+  public enum CallKind {
+    CREATE,
+    OPEN,
+    DELETE,
+    LIST;
+
+    /** Whether the call changes the store, so that a lost reply leaves its outcome unknown. */
+    private boolean mutates() {
+      return this == CREATE || this == DELETE;
+    }
+
+    private String verb() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /** The kinds of injected fault, as counted by {@link #injectedFaults()}. */
+  public enum FaultKind {
+    /** A call failed before reaching the delegate (by rule or by {@link #failBefore}). */
+    ERROR_BEFORE,
+    /** A call took effect at the delegate, then failed (by rule or by {@link #failAfter}). */
+    ERROR_AFTER,
+    /** A create published a truncated file, then failed. */
+    TORN_WRITE,
+    /** A call was delayed by a non-zero {@link Latency}. */
+    LATENCY,
+    /** A call blocked on an unreleased {@link Stall}. */
+    STALL,
+    /** A call failed because the storage was {@linkplain #crash() crashed}. */
+    CRASHED
+  }
+
+  /**
+   * One call in the {@linkplain #calls() log}.
+   *
+   * @param index the global, 0-based index of the call (the argument of {@link #failBefore})
+   * @param kind which method was called
+   * @param name the name, or for {@link CallKind#LIST} the prefix
+   */
+  public record Call(long index, CallKind kind, String name) {
+    @Override
+    public String toString() {
+      return kind.verb() + " of " + name + " (call #" + index + ")";
+    }
+  }
+
+  /**
+   * A distribution of injected delays. Implementations draw only from the given {@link Random},
+   * so that delays are reproducible from the seed.
+   */
+  @FunctionalInterface
+  public interface Latency {
+
+    /** The delay of one call; {@link Duration#ZERO} for none. */
+    Duration delay(Random random);
+
+    /** No delay. */
+    static Latency none() {
+      return random -> Duration.ZERO;
+    }
+
+    /** The same delay for every call. */
+    static Latency fixed(Duration delay) {
+      requireNonNegative(delay, "delay");
+      return random -> delay;
+    }
+
+    /**
+     * Log-normal delays with median {@code p50}; {@code sigma} is the standard deviation of the
+     * logarithm (with 1.0 the 99th percentile is about ten times the median).
+     */
+    static Latency lognormal(Duration p50, double sigma) {
+      requireNonNegative(p50, "p50");
+      if (!(sigma >= 0)) {
+        throw new IllegalArgumentException("sigma must be >= 0, was " + sigma);
+      }
+      long medianNanos = p50.toNanos();
+      return random ->
+          Duration.ofNanos(Math.round(medianNanos * Math.exp(sigma * random.nextGaussian())));
+    }
+
+    /**
+     * Heavy-tailed delays like an object store's: log-normal with median {@code p50} and sigma
+     * 1.0, except that with probability {@code stallProbability} the call stalls for a duration
+     * drawn uniformly from [{@code minStall}, {@code maxStall}] instead.
+     */
+    static Latency heavyTailed(
+        Duration p50, double stallProbability, Duration minStall, Duration maxStall) {
+      requireProbability(stallProbability, "stallProbability");
+      requireNonNegative(minStall, "minStall");
+      if (maxStall.compareTo(minStall) < 0) {
+        throw new IllegalArgumentException(
+            "maxStall " + maxStall + " is shorter than minStall " + minStall);
+      }
+      Latency body = lognormal(p50, 1.0);
+      long spanNanos = maxStall.minus(minStall).toNanos();
+      return random -> {
+        Duration usual = body.delay(random);
+        if (random.nextDouble() >= stallProbability) {
+          return usual;
+        }
+        return minStall.plusNanos((long) (random.nextDouble() * spanNanos));
+      };
+    }
+  }
+
+  /**
+   * Blocks the calls of one kind whose name matches a predicate until {@link #release()}. Made by
+   * {@link FaultInjectingStorage#stall}.
+   */
+  public static final class Stall {
+    private final CallKind kind;
+    private final Predicate<String> names;
+    private final List<Stall> active;
+    private final CountDownLatch released = new CountDownLatch(1);
+    private int blockedCalls; // guarded by this
+
+    private Stall(CallKind kind, Predicate<String> names, List<Stall> active) {
+      this.kind = kind;
+      this.names = names;
+      this.active = active;
+    }
+
+    /** Lets every blocked call and every later matching call through. Idempotent. */
+    public void release() {
+      released.countDown();
+      active.remove(this);
+    }
+
+    /** How many calls have blocked on this stall so far, including ones since released. */
+    public synchronized int blockedCalls() {
+      return blockedCalls;
+    }
+
+    /**
+     * Waits until at least {@code calls} calls have blocked on this stall.
+     *
+     * @return false if {@code timeout} passed first
+     */
+    public synchronized boolean awaitBlocked(int calls, Duration timeout)
+        throws InterruptedException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      while (blockedCalls < calls) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          return false;
+        }
+        TimeUnit.NANOSECONDS.timedWait(this, left);
+      }
+      return true;
+    }
+
+    private boolean blocks(Call call) {
+      return call.kind() == kind && released.getCount() > 0 && names.test(call.name());
+    }
+
+    private void block(Call call) {
+      synchronized (this) {
+        blockedCalls++;
+        notifyAll();
+      }
+      try {
+        released.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new RetryableException("Interrupted while stalled (injected) in " + call, e);
+      }
+    }
+  }
+
+  /**
+   * Starts configuring a wrapper of {@code delegate} whose random faults are drawn from {@code
+   * seed}. With no further settings it injects nothing until told to.
+   */
+  public static Builder builder(Storage delegate, long seed) {
+    return new Builder(delegate, seed);
+  }
+
+  /** Rule-based fault settings; every probability is per call and 0 unless set. */
+  public static final class Builder {
+    private final Storage delegate;
+    private final long seed;
+    private final double[] errorBefore = new double[CallKind.values().length];
+    private final double[] errorAfter = new double[CallKind.values().length];
+    private double tornWrite;
+    private final Latency[] latency = new Latency[CallKind.values().length];
+
+    private Builder(Storage delegate, long seed) {
+      this.delegate = Objects.requireNonNull(delegate, "delegate");
+      this.seed = seed;
+      Arrays.fill(latency, Latency.none());
+    }
+
+    /** Fails calls of {@code kind} before the delegate with {@code probability}. */
+    public Builder errorBefore(CallKind kind, double probability) {
+      errorBefore[kind.ordinal()] = requireProbability(probability, "errorBefore");
+      return this;
+    }
+
+    /** Fails calls of {@code kind} after the delegate took the call, with {@code probability}. */
+    public Builder errorAfter(CallKind kind, double probability) {
+      errorAfter[kind.ordinal()] = requireProbability(probability, "errorAfter");
+      return this;
+    }
+
+    /** Tears creates with {@code probability}: only a prefix of the content is published. */
+    public Builder tornWrite(double probability) {
+      tornWrite = requireProbability(probability, "tornWrite");
+      return this;
+    }
+
+    /** Delays every call by a draw from {@code latency}. */
+    public Builder latency(Latency latency) {
+      Objects.requireNonNull(latency, "latency");
+      Arrays.fill(this.latency, latency);
+      return this;
+    }
+
+    /** Delays calls of {@code kind} by a draw from {@code latency}, overriding the default. */
+    public Builder latency(CallKind kind, Latency latency) {
+      this.latency[kind.ordinal()] = Objects.requireNonNull(latency, "latency");
+      return this;
+    }
+
+    public FaultInjectingStorage build() {
+      return new FaultInjectingStorage(this);
+    }
+  }
+
+  /** What was decided for one call, all at once, so that draws follow the order of calls. */
+  private record Plan(
+      Call call,
+      boolean errorBefore,
+      boolean errorAfter,
+      boolean torn,
+      double tornFraction,
+      Duration latency) {}
+
+  private final Storage delegate;
+  private final long seed;
+  private final Random random;
+  private final double[] errorBefore;
+  private final double[] errorAfter;
+  private final double tornWrite;
+  private final Latency[] latency;
+
+  private final Object planLock = new Object();
+  private final AtomicLong nextCallIndex = new AtomicLong();
+  private final Map<CallKind, AtomicLong> callCounts = new EnumMap<>(CallKind.class);
+  private final Map<FaultKind, AtomicLong> faultCounts = new EnumMap<>(FaultKind.class);
+  private final Queue<Call> log = new ConcurrentLinkedQueue<>();
+  private final Set<Long> scriptedBefore = ConcurrentHashMap.newKeySet();
+  private final Set<Long> scriptedAfter = ConcurrentHashMap.newKeySet();
+  private final List<Stall> stalls = new CopyOnWriteArrayList<>();
+  private volatile boolean crashed;
+
+  private FaultInjectingStorage(Builder builder) {
+    this.delegate = builder.delegate;
+    this.seed = builder.seed;
+    this.random = new Random(builder.seed);
+    this.errorBefore = builder.errorBefore.clone();
+    this.errorAfter = builder.errorAfter.clone();
+    this.tornWrite = builder.tornWrite;
+    this.latency = builder.latency.clone();
+    // Fully populated here and never changed in structure after, so concurrent reads are safe.
+    for (CallKind kind : CallKind.values()) {
+      callCounts.put(kind, new AtomicLong());
+    }
+    for (FaultKind kind : FaultKind.values()) {
+      faultCounts.put(kind, new AtomicLong());
+    }
+  }
+
+  /** The wrapped storage, to inspect what really got written. */
+  public Storage delegate() {
+    return delegate;
+  }
+
+  // ---- scripted faults, crash and stalls ----
+
+  /**
+   * Fails the call with global index {@code callIndex} before it reaches the delegate, with
+   * {@link RetryableException}. Use {@link #callCount()} for the index of the next call; an index
+   * already passed is never reached.
+   */
+  public void failBefore(long callIndex) {
+    scriptedBefore.add(callIndex);
+  }
+
+  /**
+   * Lets the call with global index {@code callIndex} take effect at the delegate, then fails it
+   * as if its reply was lost (see the class comment for which exception).
+   */
+  public void failAfter(long callIndex) {
+    scriptedAfter.add(callIndex);
+  }
+
+  /** From now on every call fails without reaching the delegate, until {@link #recover()}. */
+  public void crash() {
+    crashed = true;
+  }
+
+  /** Ends {@link #crash()}: later calls reach the delegate again. */
+  public void recover() {
+    crashed = false;
+  }
+
+  /**
+   * Blocks the later calls of {@code kind} whose name (for {@link CallKind#LIST}, the prefix)
+   * matches {@code names}, just before they reach the delegate, until the returned stall is
+   * released. A call that wakes up to find the storage crashed fails without reaching it.
+   */
+  public Stall stall(CallKind kind, Predicate<String> names) {
+    Objects.requireNonNull(kind, "kind");
+    Objects.requireNonNull(names, "names");
+    Stall stall = new Stall(kind, names, stalls);
+    stalls.add(stall);
+    return stall;
+  }
+
+  // ---- observation ----
+
+  /** The number of calls so far, which is also the index the next call will get. */
+  public long callCount() {
+    return nextCallIndex.get();
+  }
+
+  /** The number of calls of {@code kind} so far. */
+  public long callCount(CallKind kind) {
+    return callCounts.get(kind).get();
+  }
+
+  /** Every call so far, in index order. */
+  public List<Call> calls() {
+    return List.copyOf(log);
+  }
+
+  /** How many faults of each kind were injected so far (every kind present, zero if none). */
+  public Map<FaultKind, Long> injectedFaults() {
+    Map<FaultKind, Long> snapshot = new EnumMap<>(FaultKind.class);
+    faultCounts.forEach((kind, count) -> snapshot.put(kind, count.get()));
+    return Collections.unmodifiableMap(snapshot);
+  }
+
+  // ---- Storage ----
+
+  @Override
+  public void create(String name, ContentWriter content) {
+    Plan plan = beforeCall(CallKind.CREATE, name);
+    if (plan.torn()) {
+      createTorn(plan, content);
+      return;
+    }
+    delegate.create(name, content);
+    afterCall(plan, null);
+  }
+
+  @Override
+  public InputStream open(String name) {
+    Plan plan = beforeCall(CallKind.OPEN, name);
+    InputStream in = delegate.open(name);
+    afterCall(plan, in);
+    return in;
+  }
+
+  @Override
+  public boolean delete(String name) {
+    Plan plan = beforeCall(CallKind.DELETE, name);
+    boolean existed = delegate.delete(name);
+    afterCall(plan, null);
+    return existed;
+  }
+
+  @Override
+  public List<FileInfo> list(String prefix) {
+    Plan plan = beforeCall(CallKind.LIST, prefix);
+    List<FileInfo> files = delegate.list(prefix);
+    afterCall(plan, null);
+    return files;
+  }
+
+  @Override
+  public String describe() {
+    return delegate.describe();
+  }
+
+  /** Does nothing: the delegate belongs to whoever created it. */
+  @Override
+  public void close() {}
+
+  @Override
+  public String toString() {
+    return "FaultInjectingStorage[seed=" + seed + ", " + delegate + "]";
+  }
+
+  // ---- injection ----
+
+  private Plan plan(CallKind kind, String name) {
+    // One lock for index and draws: the n-th call always gets the n-th draws of the seed.
+    synchronized (planLock) {
+      Call call = new Call(nextCallIndex.getAndIncrement(), kind, name);
+      log.add(call);
+      callCounts.get(kind).incrementAndGet();
+      // Draw the same number of values whatever the settings, so that enabling one fault does
+      // not shift the draws of another.
+      boolean before = random.nextDouble() < errorBefore[kind.ordinal()];
+      boolean after = random.nextDouble() < errorAfter[kind.ordinal()];
+      boolean torn = random.nextDouble() < tornWrite && kind == CallKind.CREATE;
+      double tornFraction = random.nextDouble();
+      Duration delay = latency[kind.ordinal()].delay(random);
+      before |= scriptedBefore.remove(call.index());
+      after |= scriptedAfter.remove(call.index());
+      return new Plan(call, before, after, torn, tornFraction, delay);
+    }
+  }
+
+  private Plan beforeCall(CallKind kind, String name) {
+    Plan plan = plan(kind, name);
+    rejectIfCrashed(plan);
+    if (plan.latency().compareTo(Duration.ZERO) > 0) {
+      count(FaultKind.LATENCY);
+      sleep(plan);
+    }
+    for (Stall stall : stalls) {
+      if (stall.blocks(plan.call())) {
+        count(FaultKind.STALL);
+        stall.block(plan.call());
+      }
+    }
+    // Checked again: the process may have died while this call was delayed or stalled.
+    rejectIfCrashed(plan);
+    if (plan.errorBefore()) {
+      count(FaultKind.ERROR_BEFORE);
+      throw new RetryableException("injected fault before " + plan.call());
+    }
+    return plan;
+  }
+
+  private void afterCall(Plan plan, Closeable result) {
+    if (crashed) {
+      count(FaultKind.CRASHED);
+      discard(result);
+      throw lostReply(plan, "injected crash during " + plan.call() + " (it reached the storage)");
+    }
+    if (plan.errorAfter()) {
+      count(FaultKind.ERROR_AFTER);
+      discard(result);
+      throw lostReply(plan, "injected fault after " + plan.call() + " (it took effect)");
+    }
+  }
+
+  private void createTorn(Plan plan, ContentWriter content) {
+    String name = plan.call().name();
+    byte[] full = buffer(name, content);
+    if (full.length == 0) {
+      delegate.create(name, ContentWriter.ofBytes(full));
+      afterCall(plan, null);
+      return;
+    }
+    int kept = (int) (plan.tornFraction() * full.length); // in [0, length - 1]
+    delegate.create(name, out -> out.write(full, 0, kept));
+    count(FaultKind.TORN_WRITE);
+    throw new OutcomeUnknownException(
+        "injected torn write in "
+            + plan.call()
+            + ": published "
+            + kept
+            + " of "
+            + full.length
+            + " bytes");
+  }
+
+  private byte[] buffer(String name, ContentWriter content) {
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    try {
+      content.writeTo(buffer);
+    } catch (StreamStateException e) {
+      throw e;
+    } catch (IOException | RuntimeException e) {
+      throw new RetryableException(
+          "Cannot write " + describe() + "/" + name + ": " + e + " (nothing was published)", e);
+    }
+    return buffer.toByteArray();
+  }
+
+  private void rejectIfCrashed(Plan plan) {
+    if (crashed) {
+      count(FaultKind.CRASHED);
+      throw new RetryableException(
+          "injected crash: " + plan.call() + " rejected until recover() (storage is crashed)");
+    }
+  }
+
+  private static StreamStateException lostReply(Plan plan, String message) {
+    return plan.call().kind().mutates()
+        ? new OutcomeUnknownException(message)
+        : new RetryableException(message);
+  }
+
+  private static void discard(Closeable result) {
+    if (result != null) {
+      try {
+        result.close();
+      } catch (IOException e) {
+        // The call is failing anyway; the injected error is what the caller must see.
+      }
+    }
+  }
+
+  private void sleep(Plan plan) {
+    try {
+      TimeUnit.NANOSECONDS.sleep(plan.latency().toNanos());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new RetryableException("Interrupted during injected latency of " + plan.call(), e);
+    }
+  }
+
+  private void count(FaultKind kind) {
+    faultCounts.get(kind).incrementAndGet();
+  }
+
+  private static double requireProbability(double probability, String what) {
+    if (!(probability >= 0 && probability <= 1)) {
+      throw new IllegalArgumentException(
+          what + " probability must be in [0, 1], was " + probability);
+    }
+    return probability;
+  }
+
+  private static void requireNonNegative(Duration duration, String what) {
+    if (duration.isNegative()) {
+      throw new IllegalArgumentException(what + " must not be negative, was " + duration);
+    }
+  }
+}

@@ -1,0 +1,352 @@
+package io.streamstate.testkit.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.streamstate.core.engine.ByteKeys;
+import io.streamstate.core.engine.CloseableIterator;
+import io.streamstate.core.engine.KeyValue;
+import io.streamstate.core.engine.RocksDbMemoryBudget;
+import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.error.ConflictException;
+import io.streamstate.testkit.InMemoryStorage;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.LongStream;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Randomized model test of the engine: random sequences of put, delete, commit, abort, crash (the
+ * local instance thrown away), reload from durable storage, reads of older versions, stale
+ * writers and maintenance, checked after every step against plain Java maps.
+ *
+ * <p>Seeds and length: {@code -Dstreamstate.model.seeds=20 -Dstreamstate.model.ops=10000}; a single
+ * seed with {@code -Dstreamstate.model.seed=N}. A divergence fails with the seed and step.
+ */
+class EngineModelTest {
+  private static final int RETAIN = 12;
+  private static final List<String> EXTRA_FAMILIES = List.of("cf1", "cf2", "cf3");
+
+  @TempDir static Path tmp;
+  private static RocksDbMemoryBudget budget;
+
+  @BeforeAll
+  static void openBudget() {
+    budget = new RocksDbMemoryBudget(64L << 20);
+  }
+
+  @AfterAll
+  static void closeBudget() {
+    budget.close();
+  }
+
+  static Stream<Long> seeds() {
+    String one = System.getProperty("streamstate.model.seed");
+    if (one != null) {
+      return Stream.of(Long.parseLong(one));
+    }
+    int n = Integer.getInteger("streamstate.model.seeds", 20);
+    return LongStream.range(0, n).boxed();
+  }
+
+  /** Committed state of one version: family -> sorted map. */
+  private static Map<String, TreeMap<byte[], byte[]>> copy(Map<String, TreeMap<byte[], byte[]>> m) {
+    Map<String, TreeMap<byte[], byte[]>> c = new HashMap<>();
+    m.forEach((k, v) -> c.put(k, new TreeMap<>(v)));
+    return c;
+  }
+
+  private static Map<String, TreeMap<byte[], byte[]>> empty() {
+    Map<String, TreeMap<byte[], byte[]>> m = new HashMap<>();
+    m.put("default", new TreeMap<>(ByteKeys.ORDER));
+    return m;
+  }
+
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void engineMatchesModel(long seed) {
+    int ops = Integer.getInteger("streamstate.model.ops", 10_000);
+    new Run(seed, ops).execute();
+  }
+
+  private static final class Run {
+    final long seed;
+    final int ops;
+    final Random random;
+    final InMemoryStorage storage = new InMemoryStorage();
+    final StoreOptions options;
+    final Map<Long, Map<String, TreeMap<byte[], byte[]>>> history = new HashMap<>();
+    VersionedStore store;
+    int instance;
+    long latest;
+    StateTransaction tx;
+    Map<String, TreeMap<byte[], byte[]>> working;
+    int step;
+    String op;
+    final Map<String, Integer> counts = new TreeMap<>();
+
+    Run(long seed, int ops) {
+      this.seed = seed;
+      this.ops = ops;
+      this.random = new Random(seed);
+      // Vary snapshot spacing per seed so that restores hit snapshots at many distances.
+      this.options =
+          StoreOptions.defaults()
+              .withMinVersionsToRetain(RETAIN)
+              .withSnapshotInterval(1 + random.nextInt(6))
+              .withTornFileGraceMillis(0);
+    }
+
+    void execute() {
+      history.put(0L, empty());
+      openStore();
+      try {
+        for (step = 0; step < ops; step++) {
+          doStep();
+          checkWorking();
+        }
+        // Finally: a brand-new instance recovers the latest version from durable files alone.
+        op = "final recovery";
+        abortTx();
+        crash();
+        tx = store.begin(latest);
+        working = copy(history.get(latest));
+        checkWorking();
+        abortTx();
+      } catch (Throwable t) {
+        throw new AssertionError(
+            "Divergence with seed " + seed + " at step " + step + " (" + op + "), latest version "
+                + latest + "; rerun with -Dstreamstate.model.seed=" + seed + ": " + t,
+            t);
+      } finally {
+        if (tx != null) {
+          tx.abort();
+        }
+        store.close();
+      }
+      System.out.printf("model seed %d: %d ops %s, versions %d%n", seed, ops, counts, latest);
+    }
+
+    void openStore() {
+      instance++;
+      store =
+          VersionedStore.open(
+              "model-" + seed, storage, "s/", tmp.resolve("seed" + seed + "-" + instance), options,
+              budget);
+    }
+
+    void begin(long version) {
+      tx = store.begin(version);
+      working = copy(history.get(version));
+    }
+
+    void ensureTx() {
+      if (tx == null) {
+        begin(latest);
+      }
+    }
+
+    void abortTx() {
+      if (tx != null) {
+        tx.abort();
+        tx = null;
+        working = null;
+      }
+    }
+
+    void crash() {
+      tx = null;
+      working = null;
+      store.close();
+      openStore();
+    }
+
+    void doStep() {
+      int r = random.nextInt(1000);
+      if (r < 400) {
+        op = "put";
+        ensureTx();
+        String family = randomFamily();
+        byte[] key = randomKey();
+        byte[] value = randomValue();
+        tx.put(family, key, value);
+        working.get(family).put(key, value);
+      } else if (r < 550) {
+        op = "delete";
+        ensureTx();
+        String family = randomFamily();
+        byte[] key = randomKey();
+        tx.delete(family, key);
+        working.get(family).remove(key);
+      } else if (r < 650) {
+        op = "get";
+        ensureTx();
+        String family = randomFamily();
+        byte[] key = randomKey();
+        assertThat(tx.get(family, key)).isEqualTo(working.get(family).get(key));
+      } else if (r < 700) {
+        op = "scan";
+        ensureTx();
+        checkScans();
+      } else if (r < 720) {
+        op = "delete while iterating";
+        ensureTx();
+        String family = randomFamily();
+        try (CloseableIterator<KeyValue> it = tx.iterator(family)) {
+          while (it.hasNext()) {
+            KeyValue kv = it.next();
+            if (random.nextInt(3) == 0) {
+              tx.delete(family, kv.key());
+              working.get(family).remove(kv.key());
+            }
+          }
+        }
+      } else if (r < 820) {
+        op = "commit";
+        ensureTx();
+        long v = tx.commit();
+        assertThat(v).isEqualTo(tx.version() + 1);
+        latest = v;
+        history.put(v, working);
+        history.remove(v - RETAIN - 1);
+        tx = null;
+        working = null;
+      } else if (r < 840) {
+        op = "abort";
+        abortTx();
+      } else if (r < 850) {
+        op = "crash";
+        crash();
+      } else if (r < 870) {
+        op = "read an older version";
+        abortTx();
+        long oldest = Math.max(0, latest - RETAIN + 1);
+        begin(oldest + (long) random.nextInt((int) (latest - oldest + 1)));
+        checkWorking();
+        abortTx(); // committing from an older version is the stale writer's case below
+      } else if (r < 880) {
+        op = "stale writer";
+        if (latest == 0) {
+          return;
+        }
+        abortTx();
+        long oldest = Math.max(0, latest - RETAIN + 1);
+        long v = oldest + (long) random.nextInt((int) (latest - oldest));
+        begin(v);
+        byte[] marker = new byte[9];
+        random.nextBytes(marker);
+        tx.put("default", new byte[] {(byte) 0xFF, 1}, marker);
+        StateTransaction stale = tx;
+        assertThatThrownBy(stale::commit)
+            .isInstanceOf(ConflictException.class)
+            .hasMessageContaining("version " + (v + 1))
+            .hasMessageContaining("already exists with different content");
+        tx = null;
+        working = null;
+      } else if (r < 920) {
+        op = "maintenance";
+        store.maintain();
+      } else if (r < 960) {
+        op = "create family";
+        ensureTx();
+        String family = EXTRA_FAMILIES.get(random.nextInt(EXTRA_FAMILIES.size()));
+        boolean created = tx.createColumnFamily(family);
+        assertThat(created).isEqualTo(!working.containsKey(family));
+        working.putIfAbsent(family, new TreeMap<>(ByteKeys.ORDER));
+      } else if (r < 975) {
+        op = "drop family";
+        ensureTx();
+        String family = EXTRA_FAMILIES.get(random.nextInt(EXTRA_FAMILIES.size()));
+        assertThat(tx.dropColumnFamily(family)).isEqualTo(working.remove(family) != null);
+      } else {
+        op = "crash with open transaction, then reload";
+        ensureTx();
+        crash();
+        begin(latest);
+      }
+      counts.merge(op, 1, Integer::sum);
+    }
+
+    String randomFamily() {
+      List<String> families = new ArrayList<>(new TreeSet<>(working.keySet()));
+      return families.get(random.nextInt(families.size()));
+    }
+
+    byte[] randomKey() {
+      // Few distinct short keys, so that updates, deletes and prefixes collide often.
+      byte[] key = new byte[1 + random.nextInt(3)];
+      for (int i = 0; i < key.length; i++) {
+        key[i] = (byte) (random.nextInt(6) * 50); // includes bytes >= 0x80
+      }
+      return key;
+    }
+
+    byte[] randomValue() {
+      byte[] v = new byte[random.nextInt(12)];
+      random.nextBytes(v);
+      return v;
+    }
+
+    void checkScans() {
+      String family = randomFamily();
+      TreeMap<byte[], byte[]> m = working.get(family);
+      byte[] prefix = new byte[] {(byte) (random.nextInt(6) * 50)};
+      byte[] end = ByteKeys.prefixEnd(prefix);
+      assertEntries(
+          tx.prefixIterator(family, prefix),
+          end == null ? m.tailMap(prefix, true) : m.subMap(prefix, true, end, false),
+          "prefix " + HexFormat.of().formatHex(prefix));
+      byte[] from = randomKey();
+      byte[] to = randomKey();
+      if (ByteKeys.ORDER.compare(from, to) > 0) {
+        byte[] t = from;
+        from = to;
+        to = t;
+      }
+      assertEntries(tx.rangeIterator(family, from, to), m.subMap(from, true, to, false), "range");
+      assertEntries(tx.rangeIterator(family, from, null), m.tailMap(from, true), "open range");
+    }
+
+    void checkWorking() {
+      if (tx == null) {
+        return;
+      }
+      assertThat(tx.columnFamilies()).isEqualTo(new TreeSet<>(working.keySet()));
+      for (Map.Entry<String, TreeMap<byte[], byte[]>> e : working.entrySet()) {
+        assertEntries(tx.iterator(e.getKey()), e.getValue(), "family " + e.getKey());
+      }
+    }
+
+    static void assertEntries(
+        CloseableIterator<KeyValue> it, Map<byte[], byte[]> expected, String what) {
+      List<String> actual = new ArrayList<>();
+      try (it) {
+        while (it.hasNext()) {
+          KeyValue kv = it.next();
+          actual.add(hex(kv.key()) + "=" + hex(kv.value()));
+        }
+      }
+      List<String> want = new ArrayList<>();
+      expected.forEach((k, v) -> want.add(hex(k) + "=" + hex(v)));
+      assertThat(actual).as(what).isEqualTo(want);
+    }
+
+    static String hex(byte[] b) {
+      return HexFormat.of().formatHex(b);
+    }
+  }
+}
