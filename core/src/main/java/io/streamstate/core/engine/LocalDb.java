@@ -69,7 +69,7 @@ final class LocalDb implements AutoCloseable {
     this.familyOptions =
         new ColumnFamilyOptions()
             .setTableFormatConfig(table)
-            .setWriteBufferSize(16L << 20)
+            .setWriteBufferSize(budget.writeBufferBytes())
             .setMaxWriteBufferNumber(3);
     this.writeOptions = new WriteOptions().setDisableWAL(true);
     this.readOptions = new ReadOptions();

@@ -58,6 +58,14 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
     return cache;
   }
 
+  /**
+   * The memtable size of each column family: small enough that a few stores' memtables fit the
+   * write buffer half of the budget (1 MiB to 16 MiB).
+   */
+  long writeBufferBytes() {
+    return Math.max(1L << 20, Math.min(16L << 20, capBytes / 16));
+  }
+
   WriteBufferManager writeBufferManager() {
     return writeBufferManager;
   }

@@ -1,0 +1,112 @@
+package io.streamstate.testkit.engine;
+
+import static io.streamstate.testkit.engine.EngineFixture.assertState;
+import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamstate.core.engine.RocksDbMemoryBudget;
+import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.testkit.FaultInjectingStorage;
+import io.streamstate.testkit.FaultInjectingStorage.CallKind;
+import io.streamstate.testkit.InMemoryStorage;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What the commit and load paths cost in storage calls, and the shared memory budget. */
+class CommitPathTest {
+  @TempDir Path tmp;
+
+  @Test
+  void commitIsOneCreateAndWarmLoadReadsNothing() {
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
+    try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
+        VersionedStore store =
+            VersionedStore.open("s", storage, "", tmp.resolve("l"), StoreOptions.defaults(), budget)) {
+      for (long v = 1; v <= 20; v++) {
+        long before = storage.callCount();
+        try (StateTransaction tx = store.begin(v - 1)) { // warm from version 1 on
+          writeVersion(tx, v);
+          tx.commit();
+        }
+        List<FaultInjectingStorage.Call> calls =
+            storage.calls().subList((int) before, (int) storage.callCount());
+        // Version 0 is the empty state and later loads are warm: the commit's create is all.
+        assertThat(calls).as("version %d", v).hasSize(1);
+        assertThat(calls.get(0).kind()).isEqualTo(CallKind.CREATE);
+        assertThat(calls.get(0).name()).isEqualTo(String.format("changelog/%020d.changelog", v));
+      }
+      assertThat(storage.callCount(CallKind.LIST)).isZero();
+      assertThat(storage.callCount(CallKind.OPEN)).isZero();
+      assertThat(store.metrics().snapshot().warmLoads()).isEqualTo(19);
+    }
+  }
+
+  @Test
+  void loadOfANewerVersionReplaysOnlyTheMissingChangelogs() {
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
+    try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
+        VersionedStore a = VersionedStore.open("a", durable, "", tmp.resolve("a"), StoreOptions.defaults(), budget);
+        VersionedStore b = VersionedStore.open("b", storage, "", tmp.resolve("b"), StoreOptions.defaults(), budget)) {
+      for (long v = 1; v <= 5; v++) {
+        try (StateTransaction tx = a.begin(v - 1)) {
+          writeVersion(tx, v);
+          tx.commit();
+        }
+      }
+      try (StateTransaction tx = b.begin(3)) {
+        assertState(tx, 3);
+      }
+      long before = storage.callCount(CallKind.OPEN);
+      try (StateTransaction tx = b.begin(5)) { // the partition moved back: catch up 4 and 5
+        assertState(tx, 5);
+      }
+      assertThat(storage.callCount(CallKind.OPEN) - before).isEqualTo(2);
+      assertThat(storage.callCount(CallKind.LIST)).isEqualTo(1); // only the first, cold load
+    }
+  }
+
+  @Test
+  void allStoresShareOneBoundedMemoryBudget() {
+    long cap = 16L << 20;
+    List<VersionedStore> stores = new ArrayList<>();
+    try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(cap)) {
+      InMemoryStorage durable = new InMemoryStorage();
+      for (int i = 0; i < 4; i++) {
+        stores.add(
+            VersionedStore.open(
+                "s" + i, durable, "s" + i + "/", tmp.resolve("m" + i), StoreOptions.defaults(), budget));
+      }
+      Random random = new Random(1);
+      byte[] value = new byte[1000];
+      // 4 stores x 5 versions x 4000 keys x 1 KB = 80 MB written, five times the cap.
+      for (long v = 1; v <= 5; v++) {
+        for (VersionedStore store : stores) {
+          try (StateTransaction tx = store.begin(v - 1)) {
+            for (int k = 0; k < 4000; k++) {
+              random.nextBytes(value);
+              tx.put("default", ("k" + v + "-" + k).getBytes(), value);
+            }
+            tx.commit();
+          }
+        }
+      }
+      // Memtables of all four are charged to the one cache; its usage stays near the cap.
+      assertThat(budget.usedBytes()).isPositive().isLessThanOrEqualTo(cap + (cap / 2));
+      for (VersionedStore store : stores) {
+        try (StateTransaction tx = store.begin(5)) {
+          assertThat(tx.get("default", "k5-3999".getBytes())).hasSize(1000);
+        }
+      }
+    } finally {
+      stores.forEach(VersionedStore::close);
+    }
+  }
+}
