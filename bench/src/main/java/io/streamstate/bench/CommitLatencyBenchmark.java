@@ -27,10 +27,10 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Latency of {@link StateTransaction#commit()} on local disk: encoding the changelog, publishing
- * it with create-if-absent plus fsync of file and directory, and applying the batch to RocksDB.
- * The puts happen in the per-invocation setup, so only the commit is timed. Keys are drawn from
- * a space ten times the batch, so commits update existing keys as well as adding new ones.
+ * Latency of {@link StateTransaction#commit()} on local disk: encoding the changelog, publishing it
+ * with create-if-absent plus fsync of file and directory, and applying the batch to RocksDB. The
+ * puts happen in the per-invocation setup, so only the commit is timed. Keys are drawn from a space
+ * ten times the batch, so commits update existing keys as well as adding new ones.
  *
  * <p>Run: {@code java -jar bench/target/benchmarks.jar CommitLatency}
  */
@@ -60,8 +60,12 @@ public class CommitLatencyBenchmark {
     budget = new RocksDbMemoryBudget(256L << 20);
     store =
         VersionedStore.open(
-            "bench", new LocalStorage(dir.resolve("durable")), "", dir.resolve("local"),
-            StoreOptions.defaults(), budget);
+            "bench",
+            new LocalStorage(dir.resolve("durable")),
+            "",
+            dir.resolve("local"),
+            StoreOptions.defaults(),
+            budget);
     version = 0;
   }
 

@@ -43,28 +43,27 @@ import java.util.function.Predicate;
  *
  * <ul>
  *   <li><b>Scripted:</b> {@link #failBefore(long)} and {@link #failAfter(long)} fail the call with
- *       a given index, so a test can run a protocol once to count its calls, then crash it at
- *       each call in turn.
+ *       a given index, so a test can run a protocol once to count its calls, then crash it at each
+ *       call in turn.
  *   <li><b>By rule</b> (see {@link Builder}), drawn from a {@link Random} with the given seed: the
  *       same seed and the same sequence of calls give the same faults.
  *       <ul>
- *         <li><i>error before</i>: the delegate is not called; throws {@link
- *             RetryableException}.
+ *         <li><i>error before</i>: the delegate is not called; throws {@link RetryableException}.
  *         <li><i>error after</i>: the delegate call takes effect, then the caller gets an error as
- *             if the reply was lost: {@link OutcomeUnknownException} for {@code create} and
- *             {@code delete}; {@link RetryableException} for {@code open} and {@code list}, which
- *             change nothing (the stream {@code open} returned is closed).
+ *             if the reply was lost: {@link OutcomeUnknownException} for {@code create} and {@code
+ *             delete}; {@link RetryableException} for {@code open} and {@code list}, which change
+ *             nothing (the stream {@code open} returned is closed).
  *         <li><i>torn write</i>: {@code create} publishes only a random, strictly shorter prefix of
- *             the content (a writer that died mid-write on a store that shows partial files),
- *             then throws {@link OutcomeUnknownException}. Empty content cannot be torn.
+ *             the content (a writer that died mid-write on a store that shows partial files), then
+ *             throws {@link OutcomeUnknownException}. Empty content cannot be torn.
  *         <li><i>latency</i>: a delay drawn from a {@link Latency} before the delegate is called.
  *       </ul>
- *   <li><b>Stalls:</b> {@link #stall} blocks matching calls until {@link Stall#release()}, to
- *       test hedging and timeouts without timing assumptions.
+ *   <li><b>Stalls:</b> {@link #stall} blocks matching calls until {@link Stall#release()}, to test
+ *       hedging and timeouts without timing assumptions.
  *   <li><b>Crash:</b> after {@link #crash()} every call fails without reaching the delegate, as if
- *       the process had died, until {@link #recover()}. A call already inside the delegate when
- *       the crash happens completes there, but its caller gets {@link OutcomeUnknownException}
- *       ({@link RetryableException} for reads).
+ *       the process had died, until {@link #recover()}. A call already inside the delegate when the
+ *       crash happens completes there, but its caller gets {@link OutcomeUnknownException} ({@link
+ *       RetryableException} for reads).
  * </ul>
  *
  * <p>Each injected fault is counted by {@link FaultKind} ({@link #injectedFaults()}). Messages of
@@ -124,8 +123,8 @@ public final class FaultInjectingStorage implements Storage {
   }
 
   /**
-   * A distribution of injected delays. Implementations draw only from the given {@link Random},
-   * so that delays are reproducible from the seed.
+   * A distribution of injected delays. Implementations draw only from the given {@link Random}, so
+   * that delays are reproducible from the seed.
    */
   @FunctionalInterface
   public interface Latency {
@@ -159,9 +158,9 @@ public final class FaultInjectingStorage implements Storage {
     }
 
     /**
-     * Heavy-tailed delays like an object store's: log-normal with median {@code p50} and sigma
-     * 1.0, except that with probability {@code stallProbability} the call stalls for a duration
-     * drawn uniformly from [{@code minStall}, {@code maxStall}] instead.
+     * Heavy-tailed delays like an object store's: log-normal with median {@code p50} and sigma 1.0,
+     * except that with probability {@code stallProbability} the call stalls for a duration drawn
+     * uniformly from [{@code minStall}, {@code maxStall}] instead.
      */
     static Latency heavyTailed(
         Duration p50, double stallProbability, Duration minStall, Duration maxStall) {
@@ -358,17 +357,17 @@ public final class FaultInjectingStorage implements Storage {
   // ---- scripted faults, crash and stalls ----
 
   /**
-   * Fails the call with global index {@code callIndex} before it reaches the delegate, with
-   * {@link RetryableException}. Use {@link #callCount()} for the index of the next call; an index
-   * already passed is never reached.
+   * Fails the call with global index {@code callIndex} before it reaches the delegate, with {@link
+   * RetryableException}. Use {@link #callCount()} for the index of the next call; an index already
+   * passed is never reached.
    */
   public void failBefore(long callIndex) {
     scriptedBefore.add(callIndex);
   }
 
   /**
-   * Lets the call with global index {@code callIndex} take effect at the delegate, then fails it
-   * as if its reply was lost (see the class comment for which exception).
+   * Lets the call with global index {@code callIndex} take effect at the delegate, then fails it as
+   * if its reply was lost (see the class comment for which exception).
    */
   public void failAfter(long callIndex) {
     scriptedAfter.add(callIndex);

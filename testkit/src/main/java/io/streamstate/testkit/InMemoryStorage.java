@@ -59,8 +59,8 @@ public final class InMemoryStorage implements Storage, SupportsBulkDelete {
    * {@inheritDoc}
    *
    * <p>An {@link IOException} or unchecked exception from {@code content} is rethrown as a {@link
-   * RetryableException} (a {@link StreamStateException} is rethrown as it is); nothing is
-   * published either way.
+   * RetryableException} (a {@link StreamStateException} is rethrown as it is); nothing is published
+   * either way.
    */
   @Override
   public void create(String name, ContentWriter content) {

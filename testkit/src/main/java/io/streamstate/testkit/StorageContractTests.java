@@ -29,8 +29,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The {@link Storage} contract as tests: every implementation extends this class and must pass
- * all of it. It is in the main code of the testkit so that storage modules can run it.
+ * The {@link Storage} contract as tests: every implementation extends this class and must pass all
+ * of it. It is in the main code of the testkit so that storage modules can run it.
  *
  * <p>Each test gets a fresh, empty storage from {@link #newStorage()} and closes it afterwards.
  */
@@ -350,8 +350,8 @@ public abstract class StorageContractTests {
   }
 
   /**
-   * Writes in small chunks, yielding between them, so that the writers of a race overlap in
-   * time even on few cores; this is what exposes a check-then-put implementation.
+   * Writes in small chunks, yielding between them, so that the writers of a race overlap in time
+   * even on few cores; this is what exposes a check-then-put implementation.
    */
   private static ContentWriter slowly(byte[] content) {
     return out -> {

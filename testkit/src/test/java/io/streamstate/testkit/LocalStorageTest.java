@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * What the contract cannot see of {@link LocalStorage}: the files on disk. (That create forces
- * the file and its directory to disk cannot be observed without crashing the machine.)
+ * What the contract cannot see of {@link LocalStorage}: the files on disk. (That create forces the
+ * file and its directory to disk cannot be observed without crashing the machine.)
  */
 class LocalStorageTest {
   @TempDir Path dir;
@@ -73,8 +73,7 @@ class LocalStorageTest {
         .hasMessageContaining("a/../../outside");
     assertThatThrownBy(() -> storage.open("../outside"))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> storage.delete("a/.."))
-        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> storage.delete("a/..")).isInstanceOf(IllegalArgumentException.class);
 
     assertThat(regularFilesUnder(dir)).isEmpty();
   }

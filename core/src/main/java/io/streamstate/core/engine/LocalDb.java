@@ -26,10 +26,10 @@ import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
 /**
- * The one owner of a RocksDB instance's native handles. Every call checks that the instance is
- * open and turns {@link RocksDBException} into a {@link StreamStateException} naming the store,
- * so no caller can reach native code through a closed handle. Handles are closed in reverse order
- * of creation. RocksDB types never leave this package.
+ * The one owner of a RocksDB instance's native handles. Every call checks that the instance is open
+ * and turns {@link RocksDBException} into a {@link StreamStateException} naming the store, so no
+ * caller can reach native code through a closed handle. Handles are closed in reverse order of
+ * creation. RocksDB types never leave this package.
  *
  * <p>Writes go with the WAL disabled: durability is the changelog's job, and a local instance is
  * never trusted after a crash.
@@ -154,7 +154,8 @@ final class LocalDb implements AutoCloseable {
           if (!families.containsKey(op.family())) {
             families.put(
                 op.family(),
-                db.createColumnFamily(new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
+                db.createColumnFamily(
+                    new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
           }
         } else {
           ColumnFamilyHandle handle = families.remove(op.family());
@@ -169,8 +170,13 @@ final class LocalDb implements AutoCloseable {
           ColumnFamilyHandle handle = families.get(fc.family());
           if (handle == null) {
             throw new StreamStateException(
-                "Changelog of version " + changelog.version() + " of store " + storeName
-                    + " writes to column family '" + fc.family() + "', which does not exist");
+                "Changelog of version "
+                    + changelog.version()
+                    + " of store "
+                    + storeName
+                    + " writes to column family '"
+                    + fc.family()
+                    + "', which does not exist");
           }
           for (Changelog.Change c : fc.changes()) {
             if (c.isDelete()) {

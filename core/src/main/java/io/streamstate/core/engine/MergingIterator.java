@@ -57,7 +57,8 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
     while (true) {
       byte[] baseKey = baseValid() ? base.key() : null;
       byte[] overlayKey = overlayHead == null ? null : overlayHead.getKey();
-      if (overlayKey != null && endExclusive != null
+      if (overlayKey != null
+          && endExclusive != null
           && ByteKeys.ORDER.compare(overlayKey, endExclusive) >= 0) {
         overlayKey = null;
         overlayHead = null;
@@ -66,7 +67,9 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
         return null;
       }
       int cmp =
-          baseKey == null ? 1 : overlayKey == null ? -1 : ByteKeys.ORDER.compare(baseKey, overlayKey);
+          baseKey == null
+              ? 1
+              : overlayKey == null ? -1 : ByteKeys.ORDER.compare(baseKey, overlayKey);
       if (cmp < 0) {
         KeyValue kv = new KeyValue(baseKey, base.value());
         base.next();

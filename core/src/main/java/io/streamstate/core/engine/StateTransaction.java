@@ -99,9 +99,7 @@ public final class StateTransaction implements AutoCloseable {
     return rangeIterator(family, prefix, ByteKeys.prefixEnd(prefix));
   }
 
-  /**
-   * The entries with {@code from <= key < to} in key order; a null bound is open.
-   */
+  /** The entries with {@code from <= key < to} in key order; a null bound is open. */
   public CloseableIterator<KeyValue> rangeIterator(String family, byte[] from, byte[] to) {
     checkOpen();
     Overlay overlay = checkFamily(family);
@@ -176,8 +174,8 @@ public final class StateTransaction implements AutoCloseable {
    * Makes the changes version {@code version() + 1}: durable once this returns.
    *
    * @return the new version
-   * @throws io.streamstate.core.error.ConflictException another writer committed that version
-   *     first with different content; this transaction is aborted
+   * @throws io.streamstate.core.error.ConflictException another writer committed that version first
+   *     with different content; this transaction is aborted
    * @throws io.streamstate.core.error.RetryableException nothing was committed; aborted
    * @throws io.streamstate.core.error.OutcomeUnknownException the changelog may or may not be
    *     durable; aborted; load again to find out
@@ -254,8 +252,15 @@ public final class StateTransaction implements AutoCloseable {
   private Overlay checkFamily(String family) {
     if (!families.contains(family)) {
       throw new IllegalArgumentException(
-          "Store " + store.name() + " version " + version + " has no column family '" + family
-              + "' (has " + columnFamilies() + ")");
+          "Store "
+              + store.name()
+              + " version "
+              + version
+              + " has no column family '"
+              + family
+              + "' (has "
+              + columnFamilies()
+              + ")");
     }
     return overlays.get(family);
   }

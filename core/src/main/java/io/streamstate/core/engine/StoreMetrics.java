@@ -3,8 +3,8 @@ package io.streamstate.core.engine;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Counters of one store, cumulative since it was opened, plus figures of its last commit. Read
- * with {@link #snapshot()}; the Spark adapter exports them as custom state store metrics.
+ * Counters of one store, cumulative since it was opened, plus figures of its last commit. Read with
+ * {@link #snapshot()}; the Spark adapter exports them as custom state store metrics.
  */
 public final class StoreMetrics {
   final AtomicLong commits = new AtomicLong();

@@ -44,8 +44,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #maintain()} snapshots and applies retention; never called on the commit path.
  * </ul>
  *
- * <p>One transaction at a time; {@code maintain()} may run concurrently from another thread.
- * {@link #close()} frees local resources and writes nothing durable, so closing is also how a test
+ * <p>One transaction at a time; {@code maintain()} may run concurrently from another thread. {@link
+ * #close()} frees local resources and writes nothing durable, so closing is also how a test
  * simulates a crash.
  */
 public final class VersionedStore implements AutoCloseable {
@@ -58,8 +58,10 @@ public final class VersionedStore implements AutoCloseable {
   private final StoreOptions options;
   private final RocksDbMemoryBudget budget;
   private final StoreMetrics metrics = new StoreMetrics();
+
   /** Guards the local instance, its version and the open transaction. */
   private final ReentrantLock lock = new ReentrantLock();
+
   /** One maintenance run at a time. */
   private final ReentrantLock maintenanceLock = new ReentrantLock();
 
@@ -68,6 +70,7 @@ public final class VersionedStore implements AutoCloseable {
   private int generation;
   private StateTransaction openTransaction;
   private volatile long lastSnapshotVersion = -1;
+
   /** SSTs of the local instance known to be in a published manifest: local name to shared name. */
   private Map<String, String> confirmedSsts = Map.of();
 
@@ -152,8 +155,8 @@ public final class VersionedStore implements AutoCloseable {
   /**
    * Loads {@code version} and opens a transaction on it. Version 0 is the empty state. Reads
    * nothing durable when the local instance holds the version (warm path); replays changelogs when
-   * it holds an older one; otherwise restores the newest valid snapshot at or below the version
-   * and replays the changelogs after it.
+   * it holds an older one; otherwise restores the newest valid snapshot at or below the version and
+   * replays the changelogs after it.
    *
    * @throws IllegalStateException a transaction is open
    * @throws MissingFileException a file the version needs is absent
@@ -168,7 +171,9 @@ public final class VersionedStore implements AutoCloseable {
       checkNotClosed();
       if (openTransaction != null) {
         throw new IllegalStateException(
-            "Store " + name + " already has an open transaction at version "
+            "Store "
+                + name
+                + " already has an open transaction at version "
                 + openTransaction.version());
       }
       if (db != null && localVersion == version) {
@@ -272,10 +277,17 @@ public final class VersionedStore implements AutoCloseable {
             continue;
           }
           throw new ConflictException(
-              "Cannot commit version " + version + " of store " + name + ": changelog "
-                  + FramedFile.location(storage, file) + " already exists but does not verify ("
-                  + torn.getMessage() + "). Another writer may still be writing it; if its writer"
-                  + " crashed it is removed once older than " + options.tornFileGraceMillis()
+              "Cannot commit version "
+                  + version
+                  + " of store "
+                  + name
+                  + ": changelog "
+                  + FramedFile.location(storage, file)
+                  + " already exists but does not verify ("
+                  + torn.getMessage()
+                  + "). Another writer may still be writing it; if its writer"
+                  + " crashed it is removed once older than "
+                  + options.tornFileGraceMillis()
                   + " ms.",
               torn);
         }
@@ -285,8 +297,13 @@ public final class VersionedStore implements AutoCloseable {
           return 0;
         }
         throw new ConflictException(
-            "Cannot commit version " + version + " of store " + name + ": changelog "
-                + FramedFile.location(storage, file) + " already exists with different content"
+            "Cannot commit version "
+                + version
+                + " of store "
+                + name
+                + ": changelog "
+                + FramedFile.location(storage, file)
+                + " already exists with different content"
                 + " (another writer committed this version first: a task retry, a speculative"
                 + " attempt or a zombie).");
       }
@@ -362,7 +379,8 @@ public final class VersionedStore implements AutoCloseable {
         restoreSnapshot(manifest);
       } catch (CorruptFileException | MissingFileException e) {
         // An unusable snapshot is safe to skip: an older one plus changelogs gives the same state.
-        LOG.warn("Store {}: snapshot {} is unusable, trying an older one: {}", name, s, e.getMessage());
+        LOG.warn(
+            "Store {}: snapshot {} is unusable, trying an older one: {}", name, s, e.getMessage());
         skipped.add(e.getMessage());
         discardLocal();
         continue;
@@ -382,8 +400,15 @@ public final class VersionedStore implements AutoCloseable {
       String detail =
           skipped.isEmpty() ? "" : " Snapshots skipped as unusable: " + String.join("; ", skipped);
       String message =
-          "Cannot load version " + version + " of store " + name + " from "
-              + (from == 0 ? "empty state" : "snapshot " + from) + ": " + e.getMessage() + "."
+          "Cannot load version "
+              + version
+              + " of store "
+              + name
+              + " from "
+              + (from == 0 ? "empty state" : "snapshot " + from)
+              + ": "
+              + e.getMessage()
+              + "."
               + detail;
       if (e instanceof MissingFileException) {
         throw new MissingFileException(message, e);
@@ -433,9 +458,13 @@ public final class VersionedStore implements AutoCloseable {
           FramedFile.copyPayload(storage, e.sharedName(), FileKind.SST, target);
           if (Files.size(target) != e.length()) {
             throw new CorruptFileException(
-                FramedFile.location(storage, e.sharedName()) + " is corrupt: it holds "
-                    + Files.size(target) + " bytes but snapshot " + manifest.version()
-                    + " lists " + e.length());
+                FramedFile.location(storage, e.sharedName())
+                    + " is corrupt: it holds "
+                    + Files.size(target)
+                    + " bytes but snapshot "
+                    + manifest.version()
+                    + " lists "
+                    + e.length());
           }
           restored.put(e.localName(), e.sharedName());
         } else {

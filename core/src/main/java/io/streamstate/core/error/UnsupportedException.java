@@ -1,6 +1,9 @@
 package io.streamstate.core.error;
 
-/** Something this release cannot do: an unknown format version, a store without create-if-absent, an unsupported feature. The message says what to change. */
+/**
+ * Something this release cannot do: an unknown format version, a store without create-if-absent, an
+ * unsupported feature. The message says what to change.
+ */
 public class UnsupportedException extends StreamStateException {
   private static final long serialVersionUID = 1L;
 

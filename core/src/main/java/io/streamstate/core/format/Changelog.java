@@ -71,8 +71,7 @@ public record Changelog(long version, List<FamilyOp> familyOps, List<FamilyChang
     List<FamilyOp> ops = new java.util.ArrayList<>(opCount);
     for (int i = 0; i < opCount; i++) {
       int code = r.readByte();
-      FamilyOp.Kind kind =
-          code == 1 ? FamilyOp.Kind.CREATE : code == 2 ? FamilyOp.Kind.DROP : null;
+      FamilyOp.Kind kind = code == 1 ? FamilyOp.Kind.CREATE : code == 2 ? FamilyOp.Kind.DROP : null;
       if (kind == null) {
         throw r.corrupt("unknown column family operation " + code);
       }

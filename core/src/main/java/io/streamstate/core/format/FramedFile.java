@@ -17,8 +17,8 @@ import java.util.Arrays;
 import java.util.zip.CRC32C;
 
 /**
- * The frame around every durable file: an 8-byte header, the payload, a 16-byte footer. See
- * {@code docs/format.md}.
+ * The frame around every durable file: an 8-byte header, the payload, a 16-byte footer. See {@code
+ * docs/format.md}.
  *
  * <pre>
  * header  magic "SSTF" (4) | format version u8 | kind u8 | reserved u16 = 0
@@ -90,7 +90,8 @@ public final class FramedFile {
    * Reads and verifies a whole file and returns its payload.
    *
    * @throws CorruptFileException the file does not verify
-   * @throws UnsupportedException the file verifies but has a format version this release cannot read
+   * @throws UnsupportedException the file verifies but has a format version this release cannot
+   *     read
    * @throws io.streamstate.core.error.MissingFileException the file is absent
    */
   public static byte[] readPayload(Storage storage, String name, FileKind expected) {
@@ -111,8 +112,13 @@ public final class FramedFile {
   public static byte[] unframe(byte[] bytes, FileKind expected, String location) {
     if (bytes.length < HEADER_LENGTH + FOOTER_LENGTH) {
       throw new CorruptFileException(
-          location + " is corrupt: it is " + bytes.length + " bytes, shorter than a header and"
-              + " footer (" + (HEADER_LENGTH + FOOTER_LENGTH) + " bytes); torn or truncated write?");
+          location
+              + " is corrupt: it is "
+              + bytes.length
+              + " bytes, shorter than a header and"
+              + " footer ("
+              + (HEADER_LENGTH + FOOTER_LENGTH)
+              + " bytes); torn or truncated write?");
     }
     byte[] footer = Arrays.copyOfRange(bytes, bytes.length - FOOTER_LENGTH, bytes.length);
     long payloadLength = checkFooter(footer, bytes.length, location);
@@ -205,7 +211,10 @@ public final class FramedFile {
     }
     if (tailLength < FOOTER_LENGTH) {
       throw new CorruptFileException(
-          location + " is corrupt: it is " + total + " bytes, shorter than a header and footer;"
+          location
+              + " is corrupt: it is "
+              + total
+              + " bytes, shorter than a header and footer;"
               + " torn or truncated write?");
     }
     long payloadLength = checkFooter(tail, total, location);
@@ -223,8 +232,14 @@ public final class FramedFile {
     long expectedLength = HEADER_LENGTH + payloadLength + FOOTER_LENGTH;
     if (payloadLength < 0 || expectedLength != fileLength) {
       throw new CorruptFileException(
-          location + " is corrupt: footer says payload is " + payloadLength + " bytes, so the file"
-              + " should be " + expectedLength + " bytes, but it is " + fileLength);
+          location
+              + " is corrupt: footer says payload is "
+              + payloadLength
+              + " bytes, so the file"
+              + " should be "
+              + expectedLength
+              + " bytes, but it is "
+              + fileLength);
     }
     return payloadLength;
   }
@@ -248,21 +263,34 @@ public final class FramedFile {
     int version = header[4] & 0xFF;
     if (version != FORMAT_VERSION) {
       throw new UnsupportedException(
-          location + " has format version " + version + "; this release reads version "
-              + FORMAT_VERSION + ". Was it written by a newer streamstate? Upgrade to read it.");
+          location
+              + " has format version "
+              + version
+              + "; this release reads version "
+              + FORMAT_VERSION
+              + ". Was it written by a newer streamstate? Upgrade to read it.");
     }
     FileKind kind = FileKind.fromCode(header[5] & 0xFF);
     if (kind != expected) {
       throw new CorruptFileException(
-          location + " is corrupt: expected a " + expected + " file but its header says "
+          location
+              + " is corrupt: expected a "
+              + expected
+              + " file but its header says "
               + (kind == null ? "unknown kind " + (header[5] & 0xFF) : kind.toString()));
     }
   }
 
   private static byte[] header(FileKind kind) {
     return new byte[] {
-      HEADER_MAGIC[0], HEADER_MAGIC[1], HEADER_MAGIC[2], HEADER_MAGIC[3],
-      (byte) FORMAT_VERSION, (byte) kind.code(), 0, 0
+      HEADER_MAGIC[0],
+      HEADER_MAGIC[1],
+      HEADER_MAGIC[2],
+      HEADER_MAGIC[3],
+      (byte) FORMAT_VERSION,
+      (byte) kind.code(),
+      0,
+      0
     };
   }
 

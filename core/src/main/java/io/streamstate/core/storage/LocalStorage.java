@@ -51,8 +51,7 @@ public final class LocalStorage implements Storage {
     }
     FileChannel channel;
     try {
-      channel =
-          FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+      channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
     } catch (java.nio.file.FileAlreadyExistsException e) {
       throw new FileAlreadyExistsException(name);
     } catch (IOException e) {
@@ -80,8 +79,13 @@ public final class LocalStorage implements Storage {
     } catch (IOException e) {
       OutcomeUnknownException unknown =
           new OutcomeUnknownException(
-              "Write of " + path + " failed (" + cause + ") and the partial file could not be"
-                  + " removed: " + e,
+              "Write of "
+                  + path
+                  + " failed ("
+                  + cause
+                  + ") and the partial file could not be"
+                  + " removed: "
+                  + e,
               cause);
       unknown.addSuppressed(e);
       throw unknown;

@@ -13,13 +13,13 @@ import java.util.List;
  * <h2>Guarantees every implementation gives</h2>
  *
  * <ol>
- *   <li><b>Create-if-absent.</b> Of any number of concurrent {@link #create} calls for one name,
- *       at most one succeeds; every other one throws {@link
+ *   <li><b>Create-if-absent.</b> Of any number of concurrent {@link #create} calls for one name, at
+ *       most one succeeds; every other one throws {@link
  *       io.streamstate.core.error.FileAlreadyExistsException}. A name that exists (even as a torn
  *       file left by a crashed writer) can never be created again until it is deleted.
  *   <li><b>Read-after-create.</b> Once {@code create} returns, {@link #open} from any process
- *       returns exactly the bytes written, and the file survives a crash of this process or
- *       machine (the implementation's durability point: fsync, hsync, or a completed PUT).
+ *       returns exactly the bytes written, and the file survives a crash of this process or machine
+ *       (the implementation's durability point: fsync, hsync, or a completed PUT).
  *   <li><b>No partial success reported.</b> If {@code create} throws {@link
  *       io.streamstate.core.error.RetryableException}, nothing is left at the name. If it throws
  *       {@link io.streamstate.core.error.OutcomeUnknownException}, the file may exist, complete or

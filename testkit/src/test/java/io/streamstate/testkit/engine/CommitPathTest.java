@@ -28,7 +28,8 @@ class CommitPathTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
         VersionedStore store =
-            VersionedStore.open("s", storage, "", tmp.resolve("l"), StoreOptions.defaults(), budget)) {
+            VersionedStore.open(
+                "s", storage, "", tmp.resolve("l"), StoreOptions.defaults(), budget)) {
       for (long v = 1; v <= 20; v++) {
         long before = storage.callCount();
         try (StateTransaction tx = store.begin(v - 1)) { // warm from version 1 on
@@ -53,8 +54,12 @@ class CommitPathTest {
     InMemoryStorage durable = new InMemoryStorage();
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
-        VersionedStore a = VersionedStore.open("a", durable, "", tmp.resolve("a"), StoreOptions.defaults(), budget);
-        VersionedStore b = VersionedStore.open("b", storage, "", tmp.resolve("b"), StoreOptions.defaults(), budget)) {
+        VersionedStore a =
+            VersionedStore.open(
+                "a", durable, "", tmp.resolve("a"), StoreOptions.defaults(), budget);
+        VersionedStore b =
+            VersionedStore.open(
+                "b", storage, "", tmp.resolve("b"), StoreOptions.defaults(), budget)) {
       for (long v = 1; v <= 5; v++) {
         try (StateTransaction tx = a.begin(v - 1)) {
           writeVersion(tx, v);
@@ -82,7 +87,12 @@ class CommitPathTest {
       for (int i = 0; i < 4; i++) {
         stores.add(
             VersionedStore.open(
-                "s" + i, durable, "s" + i + "/", tmp.resolve("m" + i), StoreOptions.defaults(), budget));
+                "s" + i,
+                durable,
+                "s" + i + "/",
+                tmp.resolve("m" + i),
+                StoreOptions.defaults(),
+                budget));
       }
       Random random = new Random(1);
       byte[] value = new byte[1000];

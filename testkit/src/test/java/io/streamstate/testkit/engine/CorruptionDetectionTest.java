@@ -18,9 +18,9 @@ import java.util.List;
 import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Torn, truncated and bit-flipped changelogs, manifests and SST files, and missing ones: each is
@@ -179,7 +179,9 @@ class CorruptionDetectionTest {
   private static List<String> sstNames(InMemoryStorage durable, String manifest) {
     byte[] payload =
         io.streamstate.core.format.FramedFile.unframe(
-            durable.bytes(manifest), io.streamstate.core.format.FileKind.SNAPSHOT_MANIFEST, manifest);
+            durable.bytes(manifest),
+            io.streamstate.core.format.FileKind.SNAPSHOT_MANIFEST,
+            manifest);
     return io.streamstate.core.format.SnapshotManifest.decode(payload, manifest).sharedNames();
   }
 }

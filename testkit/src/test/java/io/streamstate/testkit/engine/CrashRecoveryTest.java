@@ -11,30 +11,30 @@ import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
-import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.testkit.FaultInjectingStorage;
+import io.streamstate.testkit.FaultInjectingStorage.FaultKind;
+import io.streamstate.testkit.InMemoryStorage;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.util.List;
-import io.streamstate.testkit.FaultInjectingStorage;
-import io.streamstate.testkit.FaultInjectingStorage.FaultKind;
-import io.streamstate.testkit.InMemoryStorage;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A crash injected before and after every storage call of a commit and of maintenance (snapshot
- * and retention), then recovery on a new instance: the state equals the reference at the last
- * committed version, and later commits and snapshots still work over whatever the crash left.
+ * A crash injected before and after every storage call of a commit and of maintenance (snapshot and
+ * retention), then recovery on a new instance: the state equals the reference at the last committed
+ * version, and later commits and snapshots still work over whatever the crash left.
  */
 class CrashRecoveryTest {
   private static final StoreOptions OPTIONS =
@@ -59,7 +59,11 @@ class CrashRecoveryTest {
 
   private VersionedStore open(Storage storage) {
     return VersionedStore.open(
-        "op=0/part=0", storage, "state/0/0/", tmp.resolve("local" + (++instances)), OPTIONS,
+        "op=0/part=0",
+        storage,
+        "state/0/0/",
+        tmp.resolve("local" + (++instances)),
+        OPTIONS,
         budget);
   }
 
@@ -104,7 +108,9 @@ class CrashRecoveryTest {
     StateTransaction tx = store.begin(5);
     writeVersion(tx, 6);
     storage.failBefore(storage.callCount());
-    assertThatThrownBy(tx::commit).isInstanceOf(StreamStateException.class).hasMessageContaining("injected");
+    assertThatThrownBy(tx::commit)
+        .isInstanceOf(StreamStateException.class)
+        .hasMessageContaining("injected");
     store.close(); // the crash
     try (VersionedStore fresh = open(durable)) {
       assertThatThrownBy(() -> fresh.begin(6))
@@ -122,7 +128,9 @@ class CrashRecoveryTest {
     StateTransaction tx = store.begin(5);
     writeVersion(tx, 6);
     storage.failAfter(storage.callCount());
-    assertThatThrownBy(tx::commit).isInstanceOf(StreamStateException.class).hasMessageContaining("injected");
+    assertThatThrownBy(tx::commit)
+        .isInstanceOf(StreamStateException.class)
+        .hasMessageContaining("injected");
     store.close();
     assertRecovers(durable, 6);
   }
@@ -135,7 +143,8 @@ class CrashRecoveryTest {
     String name = store.layout().changelog(6);
     store.close();
     // What a writer that died mid-write leaves on a store that shows partial files.
-    try (VersionedStore writer = open(durable); StateTransaction tx = writer.begin(5)) {
+    try (VersionedStore writer = open(durable);
+        StateTransaction tx = writer.begin(5)) {
       writeVersion(tx, 6);
       tx.commit();
     }

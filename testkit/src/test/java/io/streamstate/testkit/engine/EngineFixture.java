@@ -40,8 +40,7 @@ final class EngineFixture {
     TreeMap<byte[], String> actual = new TreeMap<>(ByteKeys.ORDER);
     tx.iterator("default")
         .forEachRemaining(
-            (KeyValue kv) ->
-                actual.put(kv.key(), new String(kv.value(), StandardCharsets.UTF_8)));
+            (KeyValue kv) -> actual.put(kv.key(), new String(kv.value(), StandardCharsets.UTF_8)));
     TreeMap<String, String> got = new TreeMap<>();
     actual.forEach((k, val) -> got.put(new String(k, StandardCharsets.UTF_8), val));
     assertThat(got).as("state at version %d", v).isEqualTo(reference(v));

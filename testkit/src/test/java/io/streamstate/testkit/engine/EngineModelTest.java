@@ -31,8 +31,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Randomized model test of the engine: random sequences of put, delete, commit, abort, crash (the
- * local instance thrown away), reload from durable storage, reads of older versions, stale
- * writers and maintenance, checked after every step against plain Java maps.
+ * local instance thrown away), reload from durable storage, reads of older versions, stale writers
+ * and maintenance, checked after every step against plain Java maps.
  *
  * <p>Seeds and length: {@code -Dstreamstate.model.seeds=20 -Dstreamstate.model.ops=10000}; a single
  * seed with {@code -Dstreamstate.model.seed=N}. A divergence fails with the seed and step.
@@ -98,6 +98,7 @@ class EngineModelTest {
     int step;
     String op;
     final Map<String, Integer> counts = new TreeMap<>();
+    final Map<String, Long> nanos = new TreeMap<>();
 
     Run(long seed, int ops) {
       this.seed = seed;
@@ -116,8 +117,12 @@ class EngineModelTest {
       openStore();
       try {
         for (step = 0; step < ops; step++) {
+          long t0 = System.nanoTime();
           doStep();
+          long t1 = System.nanoTime();
           checkWorking();
+          nanos.merge(op, t1 - t0, Long::sum);
+          nanos.merge("(check)", System.nanoTime() - t1, Long::sum);
         }
         // Finally: a brand-new instance recovers the latest version from durable files alone.
         op = "final recovery";
@@ -129,8 +134,18 @@ class EngineModelTest {
         abortTx();
       } catch (Throwable t) {
         throw new AssertionError(
-            "Divergence with seed " + seed + " at step " + step + " (" + op + "), latest version "
-                + latest + "; rerun with -Dstreamstate.model.seed=" + seed + ": " + t,
+            "Divergence with seed "
+                + seed
+                + " at step "
+                + step
+                + " ("
+                + op
+                + "), latest version "
+                + latest
+                + "; rerun with -Dstreamstate.model.seed="
+                + seed
+                + ": "
+                + t,
             t);
       } finally {
         if (tx != null) {
@@ -139,13 +154,20 @@ class EngineModelTest {
         store.close();
       }
       System.out.printf("model seed %d: %d ops %s, versions %d%n", seed, ops, counts, latest);
+      StringBuilder ms = new StringBuilder();
+      nanos.forEach((k, v) -> ms.append(k).append('=').append(v / 1_000_000).append("ms "));
+      System.out.println("  time by op: " + ms);
     }
 
     void openStore() {
       instance++;
       store =
           VersionedStore.open(
-              "model-" + seed, storage, "s/", tmp.resolve("seed" + seed + "-" + instance), options,
+              "model-" + seed,
+              storage,
+              "s/",
+              tmp.resolve("seed" + seed + "-" + instance),
+              options,
               budget);
     }
 
@@ -231,14 +253,14 @@ class EngineModelTest {
       } else if (r < 850) {
         op = "crash";
         crash();
-      } else if (r < 870) {
+      } else if (r < 858) {
         op = "read an older version";
         abortTx();
         long oldest = Math.max(0, latest - RETAIN + 1);
         begin(oldest + (long) random.nextInt((int) (latest - oldest + 1)));
         checkWorking();
         abortTx(); // committing from an older version is the stale writer's case below
-      } else if (r < 880) {
+      } else if (r < 863) {
         op = "stale writer";
         if (latest == 0) {
           return;
@@ -257,26 +279,32 @@ class EngineModelTest {
             .hasMessageContaining("already exists with different content");
         tx = null;
         working = null;
-      } else if (r < 920) {
+      } else if (r < 885) {
         op = "maintenance";
         store.maintain();
-      } else if (r < 960) {
+      } else if (r < 950) {
         op = "create family";
         ensureTx();
         String family = EXTRA_FAMILIES.get(random.nextInt(EXTRA_FAMILIES.size()));
         boolean created = tx.createColumnFamily(family);
         assertThat(created).isEqualTo(!working.containsKey(family));
         working.putIfAbsent(family, new TreeMap<>(ByteKeys.ORDER));
-      } else if (r < 975) {
+      } else if (r < 965) {
         op = "drop family";
         ensureTx();
         String family = EXTRA_FAMILIES.get(random.nextInt(EXTRA_FAMILIES.size()));
         assertThat(tx.dropColumnFamily(family)).isEqualTo(working.remove(family) != null);
-      } else {
+      } else if (r < 970) {
         op = "crash with open transaction, then reload";
         ensureTx();
         crash();
         begin(latest);
+      } else {
+        op = "get";
+        ensureTx();
+        String family = randomFamily();
+        byte[] key = randomKey();
+        assertThat(tx.get(family, key)).isEqualTo(working.get(family).get(key));
       }
       counts.merge(op, 1, Integer::sum);
     }

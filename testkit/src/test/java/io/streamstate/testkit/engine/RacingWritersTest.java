@@ -57,8 +57,10 @@ class RacingWritersTest {
   private void race(Storage storage) throws Exception {
     StoreOptions options = StoreOptions.defaults();
     ExecutorService pool = Executors.newFixedThreadPool(2);
-    try (VersionedStore a = VersionedStore.open("a", storage, "", tmp.resolve("a"), options, budget);
-        VersionedStore b = VersionedStore.open("b", storage, "", tmp.resolve("b"), options, budget);
+    try (VersionedStore a =
+            VersionedStore.open("a", storage, "", tmp.resolve("a"), options, budget);
+        VersionedStore b =
+            VersionedStore.open("b", storage, "", tmp.resolve("b"), options, budget);
         VersionedStore reader =
             VersionedStore.open("r", storage, "", tmp.resolve("r"), options, budget)) {
       int winsA = 0;
@@ -100,7 +102,8 @@ class RacingWritersTest {
           assertThat(values).hasSize(200).containsOnly(winner + round);
         }
       }
-      System.out.printf("racing writers on %s: %d rounds, a won %d, b won %d%n",
+      System.out.printf(
+          "racing writers on %s: %d rounds, a won %d, b won %d%n",
           storage.describe(), ROUNDS, winsA, ROUNDS - winsA);
     } finally {
       pool.shutdownNow();
@@ -111,8 +114,10 @@ class RacingWritersTest {
   void aRetryWithIdenticalContentSucceedsIdempotently() {
     InMemoryStorage storage = new InMemoryStorage();
     StoreOptions options = StoreOptions.defaults();
-    try (VersionedStore first = VersionedStore.open("a", storage, "", tmp.resolve("x"), options, budget);
-        VersionedStore retry = VersionedStore.open("a", storage, "", tmp.resolve("y"), options, budget)) {
+    try (VersionedStore first =
+            VersionedStore.open("a", storage, "", tmp.resolve("x"), options, budget);
+        VersionedStore retry =
+            VersionedStore.open("a", storage, "", tmp.resolve("y"), options, budget)) {
       try (StateTransaction tx = first.begin(0)) {
         tx.put("default", bytes("k"), bytes("v"));
         assertThat(tx.commit()).isEqualTo(1);
