@@ -1,0 +1,633 @@
+package io.streamstate.hadoop;
+
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.LocalStorage;
+import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsBulkDelete;
+import java.io.FileNotFoundException;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.fs.BulkDelete;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.ipc.RemoteException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link Storage} over a Hadoop {@link FileSystem}, rooted at a directory of it.
+ *
+ * <h2>How create-if-absent is obtained</h2>
+ *
+ * <p>The {@link Storage} contract needs an atomic create-if-absent; Hadoop's {@code FileSystem} API
+ * does not promise one, so it is chosen per store when the storage is opened (see {@link
+ * #supportsCreateIfAbsent}):
+ *
+ * <table>
+ *   <caption>Create-if-absent per store</caption>
+ *   <tr><th>store</th><th>how</th><th>a loser learns it</th></tr>
+ *   <tr><td>HDFS ({@code DistributedFileSystem})</td>
+ *       <td>{@code create(path, overwrite=false)}: the NameNode checks and creates under its lock
+ *       and the writer's lease</td>
+ *       <td>in {@code create}</td></tr>
+ *   <tr><td>stores declaring the path capability {@value #CONDITIONAL_CREATE_CAPABILITY} (S3A on
+ *       Hadoop 3.4.2+ with {@code fs.s3a.create.conditional.enabled}, the default)</td>
+ *       <td>{@code createFile(path)} with that option: a PUT with {@code If-None-Match: *} at
+ *       {@code close()}</td>
+ *       <td>in {@code close()} (HTTP 412)</td></tr>
+ *   <tr><td>local ({@code RawLocalFileSystem}, {@code LocalFileSystem})</td>
+ *       <td>{@code java.nio} {@code CREATE_NEW} ({@code O_EXCL}) through the core's {@link
+ *       LocalStorage}: Hadoop's local {@code create(overwrite=false)} is exists-then-truncate, not
+ *       atomic, and forks {@code chmod} per file</td>
+ *       <td>in {@code create}</td></tr>
+ * </table>
+ *
+ * <p>Any other store is refused by {@link #open} with an {@link UnsupportedException}. {@link
+ * #openAllowingSingleWriter} accepts it in <em>single-writer mode</em>: {@code exists()} then
+ * {@code create(overwrite=false)}, which is safe only if no two writers ever race for a name.
+ *
+ * <h2>Outcomes of {@link #create}</h2>
+ *
+ * <ul>
+ *   <li>Anything fails before the stream is closed (opening it, the {@link ContentWriter}, a write,
+ *       {@code hsync}): what was written is withdrawn, by {@code abort()} on streams that publish
+ *       only at close (object stores) or by deleting the name this writer created (HDFS, single
+ *       writer), and the failure is a {@link RetryableException} (an unchecked exception of the
+ *       writer is rethrown as it is). If the withdrawal itself fails, {@link
+ *       OutcomeUnknownException}; likewise if a {@code create} call that claims the name (HDFS)
+ *       timed out, since the store may have executed it.
+ *   <li>{@code close()} fails: the file may or may not be published, {@link
+ *       OutcomeUnknownException}; nothing is deleted. Except a conditional create refused at close
+ *       (412): {@link FileAlreadyExistsException}. An SDK retry of our own PUT that had succeeded
+ *       is refused the same way; as for every {@code FileAlreadyExistsException}, the caller tells
+ *       an idempotent retry from a lost race by reading the file back (the commit protocol does).
+ * </ul>
+ *
+ * <p>Durability: on streams that declare {@code hsync} (HDFS) the data is synced to the DataNodes'
+ * disks before close; object stores are durable when the PUT completes.
+ *
+ * <p>{@link #close()} does not close the {@code FileSystem}: Hadoop caches and shares instances.
+ * Requires Hadoop 3.4.1+ at run time ({@code createBulkDelete}). Thread-safe.
+ */
+public final class HadoopStorage implements Storage, SupportsBulkDelete {
+  private static final Logger LOG = LoggerFactory.getLogger(HadoopStorage.class);
+
+  /**
+   * The path capability and {@code createFile()} option of conditional create ({@code
+   * org.apache.hadoop.fs.Options.CreateFileOptionKeys.FS_OPTION_CREATE_CONDITIONAL_OVERWRITE},
+   * Hadoop 3.4.2+; spelled out so that this class loads on older Hadoop).
+   */
+  public static final String CONDITIONAL_CREATE_CAPABILITY =
+      "fs.option.create.conditional.overwrite";
+
+  private static final String HDFS_FILE_SYSTEM = "org.apache.hadoop.hdfs.DistributedFileSystem";
+  private static final String HDFS_ALREADY_BEING_CREATED =
+      "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
+  private static final String S3A_REMOTE_FILE_CHANGED =
+      "org.apache.hadoop.fs.s3a.RemoteFileChangedException";
+
+  /** File systems already warned about single-writer mode: warn once per JVM and file system. */
+  private static final Set<String> WARNED_SINGLE_WRITER = ConcurrentHashMap.newKeySet();
+
+  /** How {@link #create} obtains create-if-absent on this store. */
+  private enum CreateMethod {
+    /** {@code java.nio} CREATE_NEW on the local file behind the Hadoop path. */
+    LOCAL_EXCLUSIVE,
+    /** {@code create(overwrite=false)}, atomic in the store (HDFS NameNode). */
+    EXCLUSIVE_CREATE,
+    /** {@code createFile()} with {@value #CONDITIONAL_CREATE_CAPABILITY}: checked at close. */
+    CONDITIONAL_CREATE,
+    /** {@code exists()} then {@code create(overwrite=false)}: not atomic. */
+    SINGLE_WRITER
+  }
+
+  private final FileSystem fs;
+  private final Path root;
+
+  /** The path part of {@link #root}, ending with {@code /}. */
+  private final String rootPath;
+
+  private final CreateMethod method;
+
+  /** Creates on a local file system; null elsewhere. */
+  private final LocalStorage localCreates;
+
+  private HadoopStorage(FileSystem fileSystem, Path root, CreateMethod method) {
+    RawLocalFileSystem local = rawLocal(fileSystem);
+    // On the checksummed LocalFileSystem use its raw file system: our files verify themselves,
+    // and .crc side files would show up next to them and could go stale.
+    this.fs = local != null ? local : fileSystem;
+    this.root = this.fs.makeQualified(root);
+    String path = this.root.toUri().getPath();
+    this.rootPath = path.endsWith("/") ? path : path + "/";
+    this.method = method;
+    this.localCreates =
+        method == CreateMethod.LOCAL_EXCLUSIVE
+            ? new LocalStorage(local.pathToFile(this.root).toPath())
+            : null;
+  }
+
+  /**
+   * A storage under {@code root} of {@code fs}, if that store gives create-if-absent.
+   *
+   * @throws UnsupportedException the store does not (the message names the setting that accepts
+   *     single-writer mode instead)
+   */
+  public static HadoopStorage open(FileSystem fs, Path root) {
+    Objects.requireNonNull(fs, "fs");
+    Objects.requireNonNull(root, "root");
+    CreateMethod method =
+        detect(fs, root)
+            .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
+    return new HadoopStorage(fs, root, method);
+  }
+
+  /**
+   * A storage under {@code root} of {@code fs} that falls back to single-writer mode ({@code
+   * exists()} then {@code create(overwrite=false)}, logged as a warning once) where the store gives
+   * no create-if-absent. Use only where a single writer is guaranteed by other means.
+   */
+  public static HadoopStorage openAllowingSingleWriter(FileSystem fs, Path root) {
+    Objects.requireNonNull(fs, "fs");
+    Objects.requireNonNull(root, "root");
+    Optional<CreateMethod> method = detect(fs, root);
+    if (method.isEmpty() && WARNED_SINGLE_WRITER.add(fs.getUri().toString())) {
+      LOG.warn(
+          "{} ({}) does not guarantee create-if-absent; streamstate runs it in single-writer mode"
+              + " ({}=true): two concurrent writers of one file (a task retry, a speculative or a"
+              + " zombie attempt) can both believe they won, and state can be lost or corrupted.",
+          fs.getUri(),
+          fs.getClass().getName(),
+          HadoopStorages.SPARK_ALLOW_SINGLE_WRITER);
+    }
+    return new HadoopStorage(fs, root, method.orElse(CreateMethod.SINGLE_WRITER));
+  }
+
+  /**
+   * Whether {@code fs} gives an atomic create-if-absent under {@code path}: HDFS and local file
+   * systems do; others do if they declare the path capability {@value
+   * #CONDITIONAL_CREATE_CAPABILITY} (S3A with conditional create enabled); anything else is assumed
+   * not to.
+   *
+   * @throws RetryableException the capability probe failed
+   */
+  public static boolean supportsCreateIfAbsent(FileSystem fs, Path path) {
+    return detect(fs, path).isPresent();
+  }
+
+  private static Optional<CreateMethod> detect(FileSystem fs, Path path) {
+    if (rawLocal(fs) != null) {
+      return Optional.of(CreateMethod.LOCAL_EXCLUSIVE);
+    }
+    // By class name: clusters without the HDFS client classes must still load this class.
+    if (isInstanceOf(fs.getClass(), HDFS_FILE_SYSTEM)) {
+      return Optional.of(CreateMethod.EXCLUSIVE_CREATE);
+    }
+    try {
+      if (fs.hasPathCapability(path, CONDITIONAL_CREATE_CAPABILITY)) {
+        return Optional.of(CreateMethod.CONDITIONAL_CREATE);
+      }
+    } catch (IOException e) {
+      throw new RetryableException(
+          "Cannot probe " + path + " for " + CONDITIONAL_CREATE_CAPABILITY + ": " + e, e);
+    }
+    return Optional.empty();
+  }
+
+  private static String noCreateIfAbsentMessage(FileSystem fs, Path root) {
+    return "Storage "
+        + root
+        + " ("
+        + fs.getClass().getName()
+        + ") does not guarantee create-if-absent, which streamstate needs so that of two writers"
+        + " of one file (a task retry, a speculative or a zombie attempt) exactly one wins."
+        + " Supported: hdfs, local files, and stores with conditional create (s3a on Hadoop"
+        + " 3.4.2+ with fs.s3a.create.conditional.enabled=true, against a store that supports"
+        + " If-None-Match). If only one writer can ever write under this location, set "
+        + HadoopStorages.SPARK_ALLOW_SINGLE_WRITER
+        + "=true (or the Hadoop setting "
+        + HadoopStorages.ALLOW_SINGLE_WRITER
+        + "=true) to accept that risk.";
+  }
+
+  private static RawLocalFileSystem rawLocal(FileSystem fs) {
+    if (fs instanceof RawLocalFileSystem raw) {
+      return raw;
+    }
+    if (fs instanceof LocalFileSystem local
+        && local.getRawFileSystem() instanceof RawLocalFileSystem raw) {
+      return raw;
+    }
+    return null;
+  }
+
+  private static boolean isInstanceOf(Class<?> type, String className) {
+    for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+      if (c.getName().equals(className)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The file system this storage uses (for a local file system, its raw file system). */
+  public FileSystem fileSystem() {
+    return fs;
+  }
+
+  /** The qualified root directory. */
+  public Path root() {
+    return root;
+  }
+
+  /** False in single-writer mode, where concurrent creators of one name may both succeed. */
+  public boolean guaranteesCreateIfAbsent() {
+    return method != CreateMethod.SINGLE_WRITER;
+  }
+
+  // ---- create ----
+
+  @Override
+  public void create(String name, ContentWriter content) {
+    Objects.requireNonNull(content, "content");
+    Path path = resolve(name);
+    if (method == CreateMethod.LOCAL_EXCLUSIVE) {
+      localCreates.create(name, content);
+      return;
+    }
+    // t0: claim the name (HDFS, single writer) or open a stream that publishes at close (object
+    // stores). Nothing is written yet: failures here are retryable.
+    FSDataOutputStream out = openNew(name, path);
+    OutputStream publishing = new CloseShieldStream(out);
+    // t1: write and make it durable before close, so that a close that succeeds publishes
+    // complete, synced content. Any failure withdraws what was written.
+    try {
+      content.writeTo(publishing);
+      out.flush();
+      if (out.hasCapability(StreamCapabilities.HSYNC)) {
+        out.hsync();
+      }
+    } catch (IOException e) {
+      withdraw(name, path, out, e);
+      throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
+    } catch (UncheckedIOException e) {
+      withdraw(name, path, out, e);
+      throw new RetryableException("Cannot write " + where(name) + ": " + e.getCause(), e);
+    } catch (RuntimeException | Error e) {
+      withdraw(name, path, out, e);
+      throw e;
+    }
+    // t2: close publishes (object stores) or completes (HDFS) the file.
+    publish(name, out);
+  }
+
+  private FSDataOutputStream openNew(String name, Path path) {
+    try {
+      switch (method) {
+        case EXCLUSIVE_CREATE:
+          return fs.create(path, false);
+        case CONDITIONAL_CREATE:
+          return createConditionally(name, path);
+        case SINGLE_WRITER:
+          if (fs.exists(path)) {
+            throw new FileAlreadyExistsException(name);
+          }
+          return fs.create(path, false);
+        default:
+          throw new IllegalStateException("Unexpected create method " + method);
+      }
+    } catch (IOException e) {
+      if (isNameTaken(e)) {
+        throw nameTaken(name, e);
+      }
+      if (e instanceof InterruptedIOException && method != CreateMethod.CONDITIONAL_CREATE) {
+        // A timed-out create RPC may have executed: the name may now exist, claimed by us.
+        throw new OutcomeUnknownException(
+            "Creating " + where(name) + " timed out or was interrupted; the name may exist: " + e,
+            e);
+      }
+      throw new RetryableException("Cannot create " + where(name) + ": " + e, e);
+    }
+  }
+
+  private FSDataOutputStream createConditionally(String name, Path path) throws IOException {
+    try {
+      // No existence probes: the store checks atomically at close (If-None-Match: *).
+      return (FSDataOutputStream)
+          fs.createFile(path)
+              .overwrite(false)
+              .recursive()
+              .must(CONDITIONAL_CREATE_CAPABILITY, true)
+              .build();
+    } catch (IllegalArgumentException | UnsupportedOperationException e) {
+      // A store that declared the capability but refuses the option.
+      throw new UnsupportedException(
+          "Cannot create " + where(name) + " with " + CONDITIONAL_CREATE_CAPABILITY + ": " + e, e);
+    }
+  }
+
+  /** After a failure before close: leave nothing of ours at the name, or say it may be there. */
+  private void withdraw(String name, Path path, FSDataOutputStream out, Throwable cause) {
+    if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
+      // The stream publishes only at close (S3A): abort() drops it and any multipart upload.
+      out.abort();
+      return;
+    }
+    boolean closed = closeQuietly(out, cause);
+    if (method == CreateMethod.CONDITIONAL_CREATE && !closed) {
+      // A non-abortable conditional stream whose close failed: it may have published our partial
+      // content, or been refused because another writer's file is there. We cannot tell which.
+      throw new OutcomeUnknownException(
+          "Write of "
+              + where(name)
+              + " failed ("
+              + cause
+              + ") and closing it failed too; a"
+              + " partial file may be published.",
+          cause);
+    }
+    // HDFS and single-writer stores show the partial file, and the name is ours (created with
+    // overwrite=false): delete it.
+    try {
+      fs.delete(path, false);
+    } catch (IOException e) {
+      OutcomeUnknownException unknown =
+          new OutcomeUnknownException(
+              "Write of "
+                  + where(name)
+                  + " failed ("
+                  + cause
+                  + ") and the partial file could not"
+                  + " be removed: "
+                  + e,
+              cause);
+      unknown.addSuppressed(e);
+      throw unknown;
+    }
+  }
+
+  private static boolean closeQuietly(OutputStream out, Throwable cause) {
+    try {
+      out.close();
+      return true;
+    } catch (IOException | RuntimeException e) {
+      cause.addSuppressed(e);
+      return false;
+    }
+  }
+
+  private void publish(String name, FSDataOutputStream out) {
+    try {
+      out.close();
+    } catch (IOException e) {
+      if (method == CreateMethod.CONDITIONAL_CREATE && isConditionalCreateRefused(e)) {
+        // 412: an object exists. (Also the answer to an SDK retry of our own PUT that had
+        // succeeded: the caller tells the two apart by content, as for any name taken.)
+        throw nameTaken(name, e);
+      }
+      throw new OutcomeUnknownException(
+          "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
+          e);
+    } catch (RuntimeException e) {
+      throw new OutcomeUnknownException(
+          "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
+          e);
+    }
+  }
+
+  private static boolean isNameTaken(Throwable e) {
+    for (Throwable t : causalChain(e)) {
+      if (t instanceof org.apache.hadoop.fs.FileAlreadyExistsException
+          || t instanceof java.nio.file.FileAlreadyExistsException
+          || t.getClass().getName().equals(HDFS_ALREADY_BEING_CREATED)) {
+        return true;
+      }
+      // HDFS: the loser sees the file existing, or, while the winner still writes it with the
+      // same client (same lease holder), AlreadyBeingCreatedException, sent as a RemoteException.
+      if (t instanceof RemoteException remote
+          && (remote.getClassName().equals(HDFS_ALREADY_BEING_CREATED)
+              || remote
+                  .getClassName()
+                  .equals(org.apache.hadoop.fs.FileAlreadyExistsException.class.getName()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** S3A turns the 412 of a conditional PUT into {@code RemoteFileChangedException}. */
+  private static boolean isConditionalCreateRefused(Throwable e) {
+    for (Throwable t : causalChain(e)) {
+      if (isInstanceOf(t.getClass(), S3A_REMOTE_FILE_CHANGED)) {
+        return true;
+      }
+    }
+    return isNameTaken(e);
+  }
+
+  private static List<Throwable> causalChain(Throwable e) {
+    List<Throwable> chain = new ArrayList<>();
+    for (Throwable t = e; t != null && !chain.contains(t); t = t.getCause()) {
+      chain.add(t);
+    }
+    return chain;
+  }
+
+  private static FileAlreadyExistsException nameTaken(String name, Throwable cause) {
+    FileAlreadyExistsException e = new FileAlreadyExistsException(name);
+    e.initCause(cause);
+    return e;
+  }
+
+  // ---- open, delete, list ----
+
+  @Override
+  public InputStream open(String name) {
+    Path path = resolve(name);
+    try {
+      return fs.open(path);
+    } catch (FileNotFoundException e) {
+      throw new MissingFileException("File not found: " + where(name), e);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot open " + where(name) + ": " + e, e);
+    }
+  }
+
+  @Override
+  public boolean delete(String name) {
+    Path path = resolve(name);
+    try {
+      return fs.delete(path, false);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot delete " + where(name) + ": " + e, e);
+    }
+  }
+
+  @Override
+  public void deleteAll(Collection<String> names) {
+    if (names.isEmpty()) {
+      return;
+    }
+    List<Path> paths = names.stream().map(this::resolve).toList();
+    try (BulkDelete bulk = fs.createBulkDelete(root)) {
+      int pageSize = Math.max(1, bulk.pageSize());
+      for (int from = 0; from < paths.size(); from += pageSize) {
+        List<Map.Entry<Path, String>> failures =
+            bulk.bulkDelete(paths.subList(from, Math.min(paths.size(), from + pageSize)));
+        if (!failures.isEmpty()) {
+          Map.Entry<Path, String> first = failures.get(0);
+          throw new RetryableException(
+              "Cannot delete "
+                  + failures.size()
+                  + " files under "
+                  + describe()
+                  + ", first "
+                  + first.getKey()
+                  + ": "
+                  + first.getValue());
+        }
+      }
+    } catch (IOException e) {
+      throw new RetryableException("Cannot delete files under " + describe() + ": " + e, e);
+    }
+  }
+
+  @Override
+  public List<FileInfo> list(String prefix) {
+    Objects.requireNonNull(prefix, "prefix");
+    // List only the deepest directory the prefix names completely; filter the rest by name.
+    int slash = prefix.lastIndexOf('/');
+    String dirName = slash < 0 ? "" : prefix.substring(0, slash);
+    Path dir = isValidName(dirName) ? resolve(dirName) : root;
+    List<FileInfo> result = new ArrayList<>();
+    try {
+      RemoteIterator<LocatedFileStatus> files = fs.listFiles(dir, true);
+      while (files.hasNext()) {
+        LocatedFileStatus file = files.next();
+        String path = file.getPath().toUri().getPath();
+        if (!path.startsWith(rootPath)) {
+          continue;
+        }
+        String name = path.substring(rootPath.length());
+        if (name.startsWith(prefix)) {
+          result.add(new FileInfo(name, file.getLen(), file.getModificationTime()));
+        }
+      }
+    } catch (FileNotFoundException e) {
+      // The directory is absent (nothing to list), or a part of it went away while listing.
+      if (!exists(dir)) {
+        return List.of();
+      }
+      throw new RetryableException("Listing " + dir + " changed while listing, retry: " + e, e);
+    } catch (IOException e) {
+      // HDFS refuses to list under a file with AccessControlException "(is not a directory)".
+      if (liesUnderFile(dir)) {
+        return List.of();
+      }
+      throw new RetryableException("Cannot list " + dir + ": " + e, e);
+    }
+    result.sort(Comparator.comparing(FileInfo::name));
+    return result;
+  }
+
+  private boolean exists(Path dir) {
+    try {
+      return fs.exists(dir);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot list " + dir + ": " + e, e);
+    }
+  }
+
+  /** Whether an ancestor of {@code dir} is a file: positive proof that {@code dir} is absent. */
+  private boolean liesUnderFile(Path dir) {
+    for (Path p = dir.getParent(); p != null; p = p.getParent()) {
+      try {
+        return !fs.getFileStatus(p).isDirectory();
+      } catch (IOException e) {
+        // absent, or itself under a file: look further up
+      }
+    }
+    return false;
+  }
+
+  @Override
+  public String describe() {
+    return root.toString();
+  }
+
+  /** Does not close the {@link FileSystem}: Hadoop caches and shares instances. */
+  @Override
+  public void close() {}
+
+  @Override
+  public String toString() {
+    return "HadoopStorage[" + root + ", " + method + "]";
+  }
+
+  private String where(String name) {
+    return root + "/" + name;
+  }
+
+  private Path resolve(String name) {
+    if (!isValidName(name)) {
+      throw new IllegalArgumentException("Invalid storage name: '" + name + "'");
+    }
+    // Built from parts: the single-string constructor would read "a:b" as a URI scheme.
+    return new Path(root.toUri().getScheme(), root.toUri().getAuthority(), rootPath + name);
+  }
+
+  /** Relative, no empty or {@code ..} segment (Hadoop would normalize those into other names). */
+  private static boolean isValidName(String name) {
+    return !name.isEmpty()
+        && !name.startsWith("/")
+        && !name.endsWith("/")
+        && !name.contains("//")
+        && !name.contains("..")
+        && !name.contains("\\");
+  }
+
+  /**
+   * What the {@link ContentWriter} writes to. Its {@code close()} only flushes: closing the real
+   * stream is publishing, and that is the storage's step (t2), never the writer's.
+   */
+  private static final class CloseShieldStream extends FilterOutputStream {
+    CloseShieldStream(OutputStream out) {
+      super(out);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len); // FilterOutputStream would write byte by byte
+    }
+
+    @Override
+    public void close() throws IOException {
+      out.flush();
+    }
+  }
+}
