@@ -16,39 +16,33 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The storage contract on HDFS: one in-process MiniDFSCluster (one DataNode) per class. */
+/**
+ * The storage contract on HDFS: one in-process MiniDFSCluster ({@link MiniDfsFixture}) per class.
+ */
 class HdfsStorageContractIT extends StorageContractTests {
   @TempDir static java.nio.file.Path baseDir;
 
-  private static MiniDFSCluster cluster;
+  private static MiniDfsFixture hdfs;
   private static FileSystem fs;
   private static final AtomicInteger roots = new AtomicInteger();
 
   @BeforeAll
   static void startCluster() throws IOException {
-    Configuration conf = new Configuration();
-    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, baseDir.toString());
-    // close() polls the NameNode until the last block is reported, first after 400 ms: with one
-    // local DataNode the report arrives within milliseconds.
-    conf.setInt("dfs.client.block.write.locateFollowingBlock.initial.delay.ms", 20);
-    cluster = new MiniDFSCluster.Builder(conf).numDataNodes(1).build();
-    cluster.waitActive();
-    fs = cluster.getFileSystem();
+    hdfs = MiniDfsFixture.start(baseDir);
+    fs = hdfs.fileSystem();
   }
 
   @AfterAll
   static void stopCluster() {
-    if (cluster != null) {
-      cluster.shutdown();
+    if (hdfs != null) {
+      hdfs.close();
     }
   }
 
@@ -79,7 +73,7 @@ class HdfsStorageContractIT extends StorageContractTests {
   @Test
   void rejectsSecondClientWhileFirstIsStillWriting() throws Exception {
     // Another client (another lease holder), as a second executor would be.
-    try (FileSystem otherClient = FileSystem.newInstance(fs.getUri(), fs.getConf())) {
+    try (FileSystem otherClient = hdfs.newClient()) {
       Storage other = HadoopStorage.open(otherClient, ((HadoopStorage) storage).root());
       CountDownLatch firstIsWriting = new CountDownLatch(1);
       CountDownLatch secondHasTried = new CountDownLatch(1);

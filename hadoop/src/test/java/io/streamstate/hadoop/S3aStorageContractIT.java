@@ -3,7 +3,6 @@ package io.streamstate.hadoop;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
 
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.storage.ContentWriter;
@@ -12,7 +11,6 @@ import io.streamstate.core.storage.Storages;
 import io.streamstate.testkit.StorageContractTests;
 import java.io.IOException;
 import java.net.URI;
-import java.time.Duration;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -20,63 +18,33 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.s3a.RemoteFileChangedException;
-import org.gaul.s3proxy.S3Proxy;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.nio2blob.TransientNio2BlobStore;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
  * The storage contract on S3A with conditional create ({@code If-None-Match: *}) against an
- * in-process S3Proxy (in-memory blob store) on 127.0.0.1, one server per class.
+ * in-process S3Proxy ({@link S3ProxyFixture}), one server per class.
  */
 class S3aStorageContractIT extends StorageContractTests {
-  private static final String BUCKET = "ckpt";
-  private static final String ACCESS_KEY = "test-key";
-  private static final String SECRET_KEY = "test-secret";
+  private static final String BUCKET = S3ProxyFixture.BUCKET;
 
-  private static S3Proxy server;
+  private static S3ProxyFixture s3;
   private static Configuration conf;
   private static FileSystem fs;
   private static final AtomicInteger roots = new AtomicInteger();
 
   @BeforeAll
   static void startServer() throws Exception {
-    TransientNio2BlobStore blobStore = new TransientNio2BlobStore();
-    blobStore.createContainer(BUCKET);
-    server =
-        S3Proxy.builder()
-            .blobStore(blobStore)
-            .endpoint(URI.create("http://127.0.0.1:0"))
-            .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
-            .build();
-    server.start();
-    // Jetty is shaded inside S3Proxy: its state is compared as a string.
-    await().atMost(Duration.ofSeconds(30)).until(() -> "STARTED".equals(server.getState()));
-
-    conf = new Configuration();
-    conf.set("fs.s3a.endpoint", "http://127.0.0.1:" + server.getPort());
-    conf.set("fs.s3a.endpoint.region", "us-east-1");
-    conf.set("fs.s3a.path.style.access", "true");
-    conf.set("fs.s3a.connection.ssl.enabled", "false");
-    conf.set(
-        "fs.s3a.aws.credentials.provider", "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider");
-    conf.set("fs.s3a.access.key", ACCESS_KEY);
-    conf.set("fs.s3a.secret.key", SECRET_KEY);
-    conf.set("fs.s3a.create.conditional.enabled", "true");
-    conf.set("fs.s3a.fast.upload.buffer", "bytebuffer");
-    conf.set("fs.s3a.impl.disable.cache", "true");
-    fs = FileSystem.newInstance(URI.create("s3a://" + BUCKET + "/"), conf);
+    s3 = S3ProxyFixture.start();
+    conf = s3.conf();
+    fs = s3.fileSystem();
   }
 
   @AfterAll
   static void stopServer() throws Exception {
-    if (fs != null) {
-      fs.close();
-    }
-    if (server != null) {
-      server.stop();
+    if (s3 != null) {
+      s3.close();
     }
   }
 
@@ -108,7 +76,7 @@ class S3aStorageContractIT extends StorageContractTests {
 
   @Test
   void rejectsSecondClientCreatingAnExistingNameAtClose() throws IOException {
-    try (FileSystem otherClient = FileSystem.newInstance(fs.getUri(), conf)) {
+    try (FileSystem otherClient = s3.newClient()) {
       Storage other = HadoopStorage.open(otherClient, ((HadoopStorage) storage).root());
       storage.create("dir/v1", ContentWriter.ofBytes(utf8("first")));
 
@@ -130,7 +98,7 @@ class S3aStorageContractIT extends StorageContractTests {
     multipart.set("fs.s3a.multipart.threshold", "5M");
     byte[] large = new byte[11 * 1024 * 1024]; // three parts
     new Random(7).nextBytes(large);
-    try (FileSystem otherClient = FileSystem.newInstance(fs.getUri(), multipart)) {
+    try (FileSystem otherClient = s3.newClient(multipart)) {
       Storage other = HadoopStorage.open(otherClient, ((HadoopStorage) storage).root());
 
       other.create("sst/large", ContentWriter.ofBytes(large));

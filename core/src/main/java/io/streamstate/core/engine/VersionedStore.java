@@ -321,7 +321,7 @@ public final class VersionedStore implements AutoCloseable {
       try {
         return FramedFile.readPayload(storage, file, FileKind.CHANGELOG);
       } catch (CorruptFileException incomplete) {
-        if (attempt >= 8) {
+        if (attempt >= 10) {
           throw incomplete;
         }
       }
