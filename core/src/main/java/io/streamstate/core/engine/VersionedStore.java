@@ -312,7 +312,7 @@ public final class VersionedStore implements AutoCloseable {
 
   /**
    * Reads a changelog another writer published. On stores that show files while they are being
-   * written the winner may still be writing: re-read a few times (about 2 s in all) before giving
+   * written the winner may still be writing: re-read a few times (about 5 s in all) before giving
    * up, so that the loser learns the definitive outcome (same content: success; else conflict).
    */
   private byte[] readWinningChangelog(String file) {
