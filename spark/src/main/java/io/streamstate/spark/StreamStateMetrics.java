@@ -1,0 +1,113 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.engine.StoreMetrics;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSizeMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSumMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomTimingMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreSnapshotLastUploadInstanceMetric;
+import scala.Option;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The custom metrics the provider reports for each commit, as static descriptors: the driver
+ * creates a provider with its no-arg constructor, without {@code init}, only to read them.
+ *
+ * <p>Spark sums every custom metric over the partitions of an operator, so each value below is the
+ * sum over the operator's partitions for one batch; they show up in {@code
+ * StreamingQueryProgress.stateOperators[].customMetrics} under these names.
+ */
+public final class StreamStateMetrics {
+  public static final StateStoreCustomTimingMetric COMMIT_LATENCY =
+      new StateStoreCustomTimingMetric(
+          "streamstateCommitLatencyMs", "streamstate: time to commit (durable changelog write)");
+  public static final StateStoreCustomSizeMetric COMMIT_BYTES =
+      new StateStoreCustomSizeMetric(
+          "streamstateCommitBytes", "streamstate: bytes of the changelogs written by commits");
+  public static final StateStoreCustomSumMetric COMMIT_CHANGES =
+      new StateStoreCustomSumMetric(
+          "streamstateCommitChanges",
+          "streamstate: keys put or deleted by commits (with its row-count entries)");
+  public static final StateStoreCustomSizeMetric BYTES_WRITTEN =
+      new StateStoreCustomSizeMetric(
+          "streamstateBytesWritten",
+          "streamstate: durable bytes written since the previous commit (changelogs, snapshots)");
+  public static final StateStoreCustomSumMetric FILES_WRITTEN =
+      new StateStoreCustomSumMetric(
+          "streamstateFilesWritten",
+          "streamstate: durable files written since the previous commit (changelogs, snapshots)");
+  public static final StateStoreCustomSumMetric SNAPSHOT_LAG =
+      new StateStoreCustomSumMetric(
+          "streamstateSnapshotLagVersions",
+          "streamstate: versions committed since the newest snapshot (summed over partitions)");
+  public static final StateStoreCustomSumMetric SNAPSHOTS_WRITTEN =
+      new StateStoreCustomSumMetric(
+          "streamstateSnapshotsWritten",
+          "streamstate: snapshots written since the previous commit");
+  public static final StateStoreCustomSumMetric WARM_LOADS =
+      new StateStoreCustomSumMetric(
+          "streamstateWarmLoads",
+          "streamstate: partitions loaded from the local instance, reading nothing durable");
+  public static final StateStoreCustomSumMetric DURABLE_LOADS =
+      new StateStoreCustomSumMetric(
+          "streamstateDurableLoads",
+          "streamstate: partitions loaded from durable storage (snapshot and/or changelogs)");
+  public static final StateStoreCustomSumMetric CHANGELOGS_REPLAYED =
+      new StateStoreCustomSumMetric(
+          "streamstateChangelogsReplayed", "streamstate: changelogs replayed by loads");
+
+  private static final List<StateStoreCustomMetric> ALL =
+      List.of(
+          COMMIT_LATENCY,
+          COMMIT_BYTES,
+          COMMIT_CHANGES,
+          BYTES_WRITTEN,
+          FILES_WRITTEN,
+          SNAPSHOT_LAG,
+          SNAPSHOTS_WRITTEN,
+          WARM_LOADS,
+          DURABLE_LOADS,
+          CHANGELOGS_REPLAYED);
+
+  /** Spark's own per-partition "last uploaded snapshot version" instance metric. */
+  public static final StateStoreSnapshotLastUploadInstanceMetric SNAPSHOT_LAST_UPLOADED =
+      new StateStoreSnapshotLastUploadInstanceMetric(
+          Option.empty(), StateStoreId.DEFAULT_STORE_NAME());
+
+  private StreamStateMetrics() {}
+
+  static Seq<StateStoreCustomMetric> customMetrics() {
+    return CollectionConverters.asScala(ALL).toSeq();
+  }
+
+  static Seq<StateStoreInstanceMetric> instanceMetrics() {
+    return CollectionConverters.asScala(List.<StateStoreInstanceMetric>of(SNAPSHOT_LAST_UPLOADED))
+        .toSeq();
+  }
+
+  /**
+   * The custom metric values of one commit: figures of the commit itself, plus what the store did
+   * between the previous commit of this provider and this one ({@code before} to {@code after}).
+   */
+  static Map<StateStoreCustomMetric, Object> ofCommit(
+      StoreMetrics.Snapshot before, StoreMetrics.Snapshot after, long snapshotLag) {
+    Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
+    m.put(COMMIT_LATENCY, after.lastCommitNanos() / 1_000_000L);
+    m.put(COMMIT_BYTES, after.lastCommitBytes());
+    m.put(COMMIT_CHANGES, after.lastCommitChanges());
+    m.put(BYTES_WRITTEN, after.bytesWritten() - before.bytesWritten());
+    m.put(FILES_WRITTEN, after.filesWritten() - before.filesWritten());
+    m.put(SNAPSHOT_LAG, Math.max(0, snapshotLag));
+    m.put(SNAPSHOTS_WRITTEN, after.snapshotsWritten() - before.snapshotsWritten());
+    m.put(WARM_LOADS, after.warmLoads() - before.warmLoads());
+    m.put(DURABLE_LOADS, after.durableLoads() - before.durableLoads());
+    m.put(CHANGELOGS_REPLAYED, after.changelogsReplayed() - before.changelogsReplayed());
+    return m;
+  }
+}

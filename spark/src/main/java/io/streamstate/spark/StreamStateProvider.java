@@ -1,0 +1,473 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.engine.RocksDbMemoryBudget;
+import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.StoreMetrics;
+import io.streamstate.core.engine.VersionedStore;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider$;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
+import org.apache.spark.sql.types.StructType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Option;
+import scala.collection.immutable.Seq;
+
+/**
+ * Spark 4.2's {@code StateStoreProvider} over the streamstate engine: set {@code
+ * spark.sql.streaming.stateStore.providerClass=io.streamstate.spark.StreamStateProvider}.
+ *
+ * <p>One provider instance is one partition of one operator's state: one {@link VersionedStore}
+ * whose durable files live in the store's checkpoint directory ({@code
+ * <checkpoint>/state/<operatorId>/<partitionId>[/<storeName>]/}, under {@code changelog/}, {@code
+ * snapshot/} and {@code sst/}) and whose working copy is a local RocksDB instance in a directory of
+ * its own (see {@link StreamStateConf#LOCAL_DIR}).
+ *
+ * <p>Life cycle, as Spark drives it:
+ *
+ * <ol>
+ *   <li>The driver creates instances with the no-arg constructor, never initialised, only to read
+ *       {@link #supportedCustomMetrics()}: the constructor does nothing.
+ *   <li>On an executor {@link #init} opens the store (reading nothing yet).
+ *   <li>Each batch a task calls {@link #getStore} (or {@link #getReadStore}, then {@link
+ *       #upgradeReadStoreToWriteStore}), changes the store and commits it. One store of a provider
+ *       is open at a time: a second task waits for the first store to be committed, aborted or
+ *       released ({@link StreamStateConf#LOCK_TIMEOUT_MS}).
+ *   <li>Spark's maintenance thread calls {@link #doMaintenance()} (snapshots and retention), and
+ *       finally {@link #close()}.
+ * </ol>
+ *
+ * <p>Not supported, with a clear error: checkpoint format v2 ({@value
+ * StreamStateConf#SPARK_CHECKPOINT_FORMAT_VERSION} = 2), {@code loadEmpty} (offline state
+ * repartitioning), and streaming {@code transformWithState}, which Spark 4.2 refuses for every
+ * provider but its own RocksDB one, by class name, before a provider is ever created.
+ */
+public class StreamStateProvider implements StateStoreProvider {
+  private static final Logger LOG = LoggerFactory.getLogger(StreamStateProvider.class);
+
+  /** The key under which Spark puts the query run id into the Hadoop configuration. */
+  private static final String RUN_ID_KEY = StreamExecution.RUN_ID_KEY();
+
+  /** Providers initialised and not closed in this JVM: their share of the memory budget. */
+  private static final AtomicInteger LIVE_PROVIDERS = new AtomicInteger();
+
+  private final Map<String, ColumnFamilyCodec> codecs = new ConcurrentHashMap<>();
+
+  /** The one permit to have a store open; held from load until commit, abort or release. */
+  private final Semaphore permit = new Semaphore(1, true);
+
+  private final AtomicReference<StreamStateStore> openStore = new AtomicReference<>();
+
+  /** Maintenance takes the read lock, close the write lock. */
+  private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+
+  private volatile StateStoreId storeId;
+  private volatile StateStoreConf storeConf;
+  private volatile Configuration hadoopConf;
+  private volatile boolean useColumnFamilies;
+  private volatile StreamStateConf conf;
+  private volatile VersionedStore store;
+  private volatile RocksDbMemoryBudget budget;
+  private volatile StateStoreProviderId providerId;
+  private volatile boolean closed;
+
+  /** Engine counters at the previous commit; guarded by {@link #permit}. */
+  private StoreMetrics.Snapshot metricsAtLastCommit;
+
+  /** Spark instantiates providers by reflection; the driver never calls {@link #init}. */
+  public StreamStateProvider() {}
+
+  @Override
+  public void init(
+      StateStoreId stateStoreId,
+      StructType keySchema,
+      StructType valueSchema,
+      KeyStateEncoderSpec keyStateEncoderSpec,
+      boolean useColumnFamilies,
+      StateStoreConf storeConfs,
+      Configuration hadoopConf,
+      boolean useMultipleValuesPerKey,
+      Option<StateSchemaProvider> stateSchemaProvider) {
+    if (storeConfs.enableStateStoreCheckpointIds()) {
+      throw checkpointIdsUnsupported(stateStoreId);
+    }
+    this.storeId = stateStoreId;
+    this.storeConf = storeConfs;
+    this.hadoopConf = hadoopConf;
+    this.useColumnFamilies = useColumnFamilies;
+    this.conf = StreamStateConf.from(storeConfs);
+    String runId = hadoopConf.get(RUN_ID_KEY);
+    this.providerId =
+        runId == null ? null : new StateStoreProviderId(stateStoreId, UUID.fromString(runId));
+    codecs.put(
+        StateStore.DEFAULT_COL_FAMILY_NAME(),
+        new ColumnFamilyCodec(
+            StateStore.DEFAULT_COL_FAMILY_NAME(),
+            valueSchema,
+            keyStateEncoderSpec,
+            useMultipleValuesPerKey));
+    StoreLocations.Location location = StoreLocations.resolve(stateStoreId, hadoopConf);
+    Path localDir = StoreLocations.localDir(conf, stateStoreId);
+    this.budget = RocksDbMemoryBudget.shared(conf.memoryCapBytes());
+    this.store =
+        VersionedStore.open(
+            describe(stateStoreId),
+            location.storage(),
+            location.prefix(),
+            localDir,
+            conf.storeOptions(),
+            budget);
+    this.metricsAtLastCommit = store.metrics().snapshot();
+    LIVE_PROVIDERS.incrementAndGet();
+    LOG.debug(
+        "Opened streamstate store {} at {}{} (local {})",
+        describe(stateStoreId),
+        location.storage().describe(),
+        location.prefix(),
+        localDir);
+  }
+
+  @Override
+  public StateStoreId stateStoreId() {
+    return storeId;
+  }
+
+  @Override
+  public StateStore getStore(
+      long version,
+      Option<String> stateStoreCkptId,
+      boolean forceSnapshotOnCommit,
+      boolean loadEmpty) {
+    checkInitialized();
+    if (stateStoreCkptId.isDefined()) {
+      throw checkpointIdsUnsupported(storeId);
+    }
+    if (loadEmpty) {
+      throw new UnsupportedOperationException(
+          "streamstate cannot create an empty store at version "
+              + version
+              + " of "
+              + describe(storeId)
+              + " (loadEmpty, used by offline state repartitioning)");
+    }
+    return open(version, false, forceSnapshotOnCommit);
+  }
+
+  @Override
+  public ReadStateStore getReadStore(long version, Option<String> uniqueId) {
+    checkInitialized();
+    if (uniqueId.isDefined()) {
+      throw checkpointIdsUnsupported(storeId);
+    }
+    return open(version, true, false);
+  }
+
+  @Override
+  public StateStore upgradeReadStoreToWriteStore(
+      ReadStateStore readStore,
+      long version,
+      Option<String> uniqueId,
+      boolean forceSnapshotOnCommit) {
+    if (readStore instanceof StreamStateStore ours) {
+      if (ours.provider() != this) {
+        // The provider was unloaded and replaced between the read and the write phase of the
+        // task: the read store still holds the original provider's permit, so upgrade there.
+        return ours.provider()
+            .upgradeReadStoreToWriteStore(readStore, version, uniqueId, forceSnapshotOnCommit);
+      }
+      if (uniqueId.isDefined()) {
+        throw checkpointIdsUnsupported(storeId);
+      }
+      if (ours.version() == version && ours.upgradeToWritable(forceSnapshotOnCommit)) {
+        return ours;
+      }
+      ours.release();
+    }
+    return getStore(version, uniqueId, forceSnapshotOnCommit, false);
+  }
+
+  /** Snapshots if due, then applies retention. Failures are logged: maintenance is best effort. */
+  @Override
+  public void doMaintenance() {
+    lifecycle.readLock().lock();
+    try {
+      if (store == null || closed) {
+        return;
+      }
+      VersionedStore.MaintenanceResult result = store.maintain();
+      if (result.snapshotVersion() > 0) {
+        reportSnapshot(result.snapshotVersion());
+      }
+    } catch (RuntimeException e) {
+      // Spark unloads a provider whose maintenance throws (and may deadlock with a task waiting
+      // for it, SPARK-46547); a failed snapshot or deletion only delays the next one.
+      LOG.warn(
+          "Maintenance of streamstate store {} failed: {}", describe(storeId), e.toString(), e);
+    } finally {
+      lifecycle.readLock().unlock();
+    }
+  }
+
+  /**
+   * Frees the local instance; writes nothing durable. Spark calls it from its maintenance thread
+   * once the provider is unloaded. Waits for an open store (up to the lock timeout) first.
+   */
+  @Override
+  public void close() {
+    lifecycle.writeLock().lock();
+    try {
+      if (closed || store == null) {
+        closed = true;
+        return;
+      }
+      closed = true;
+      boolean acquired = false;
+      try {
+        acquired = permit.tryAcquire(conf.lockTimeoutMs(), TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (!acquired) {
+        LOG.warn(
+            "Closing streamstate store {} while a store is still open ({})",
+            describe(storeId),
+            openStore.get());
+      }
+      store.close();
+      LIVE_PROVIDERS.decrementAndGet();
+      if (acquired) {
+        permit.release();
+      }
+    } finally {
+      lifecycle.writeLock().unlock();
+    }
+  }
+
+  @Override
+  public Seq<StateStoreCustomMetric> supportedCustomMetrics() {
+    return StreamStateMetrics.customMetrics();
+  }
+
+  @Override
+  public Seq<StateStoreInstanceMetric> supportedInstanceMetrics() {
+    return StreamStateMetrics.instanceMetrics();
+  }
+
+  @Override
+  public String toString() {
+    return "StreamStateProvider[" + (storeId == null ? "uninitialised" : describe(storeId)) + "]";
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Used by StreamStateStore
+
+  StateStoreConf storeConf() {
+    return storeConf;
+  }
+
+  Configuration hadoopConf() {
+    return hadoopConf;
+  }
+
+  boolean useColumnFamilies() {
+    return useColumnFamilies;
+  }
+
+  ColumnFamilyCodec codec(String family) {
+    ColumnFamilyCodec codec = codecs.get(family);
+    if (codec == null) {
+      throw new IllegalArgumentException(
+          "Column family '"
+              + family
+              + "' of state store "
+              + describe(storeId)
+              + " was not created in this store (known: "
+              + codecs.keySet()
+              + ")");
+    }
+    return codec;
+  }
+
+  void registerCodec(ColumnFamilyCodec codec) {
+    codecs.putIfAbsent(codec.name(), codec);
+  }
+
+  void forgetCodec(String family) {
+    codecs.remove(family);
+  }
+
+  long estimateKeys() {
+    return store.estimateKeys();
+  }
+
+  /** This provider's share of the process-wide RocksDB memory in use. */
+  long memoryShareBytes() {
+    return budget.usedBytes() / Math.max(1, LIVE_PROVIDERS.get());
+  }
+
+  long lastSnapshotVersion() {
+    return store.lastSnapshotVersion();
+  }
+
+  /** Called by a store when it stops being open (commit, abort, release). */
+  void storeFinished(StreamStateStore finished) {
+    if (openStore.compareAndSet(finished, null)) {
+      permit.release();
+    }
+  }
+
+  /** The custom metric values of the commit that produced {@code newVersion}. */
+  Map<StateStoreCustomMetric, Object> commitMetrics(long newVersion) {
+    StoreMetrics.Snapshot now = store.metrics().snapshot();
+    long lastSnapshot = store.lastSnapshotVersion();
+    Map<StateStoreCustomMetric, Object> values =
+        StreamStateMetrics.ofCommit(
+            metricsAtLastCommit, now, newVersion - Math.max(0, lastSnapshot));
+    metricsAtLastCommit = now;
+    return values;
+  }
+
+  /** A snapshot the coordinator asked for (the store lags): write it now, report it. */
+  void snapshotAfterCommit() {
+    try {
+      long version = store.snapshotNow();
+      if (version > 0) {
+        reportSnapshot(version);
+      }
+    } catch (RuntimeException e) {
+      LOG.warn(
+          "Forced snapshot of streamstate store {} failed (the commit stands): {}",
+          describe(storeId),
+          e.toString(),
+          e);
+    }
+  }
+
+  static String describe(StateStoreId id) {
+    return "op=" + id.operatorId() + "/part=" + id.partitionId() + "/" + id.storeName();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private StreamStateStore open(long version, boolean readOnly, boolean forceSnapshotOnCommit) {
+    acquirePermit(version);
+    StreamStateStore opened = null;
+    try {
+      StateTransaction tx = store.begin(version);
+      opened = new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
+      openStore.set(opened);
+      opened.attachToTask();
+      return opened;
+    } catch (RuntimeException e) {
+      if (opened == null) {
+        permit.release();
+      } else {
+        opened.abort();
+      }
+      throw new IllegalStateException(
+          "Cannot load version "
+              + version
+              + " of state store "
+              + describe(storeId)
+              + ": "
+              + e.getMessage(),
+          e);
+    }
+  }
+
+  private void acquirePermit(long version) {
+    StreamStateStore current = openStore.get();
+    TaskContext task = TaskContext.get();
+    if (current != null && task != null && current.isOpenReadOnlyOf(task.taskAttemptId())) {
+      // The same task left a read store open and now asks for another store: the read store
+      // holds nothing to keep, so release it instead of waiting for ourselves.
+      current.release();
+    }
+    try {
+      if (permit.tryAcquire(conf.lockTimeoutMs(), TimeUnit.MILLISECONDS)) {
+        if (closed) {
+          permit.release();
+          throw new IllegalStateException(
+              "State store provider " + describe(storeId) + " is closed");
+        }
+        return;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(
+          "Interrupted while waiting to load version "
+              + version
+              + " of state store "
+              + describe(storeId),
+          e);
+    }
+    throw new IllegalStateException(
+        "Cannot load version "
+            + version
+            + " of state store "
+            + describe(storeId)
+            + ": another store of it is still open after "
+            + conf.lockTimeoutMs()
+            + " ms ("
+            + openStore.get()
+            + "). Raise "
+            + StreamStateConf.LOCK_TIMEOUT_MS
+            + " if tasks legitimately hold stores that long.");
+  }
+
+  private void checkInitialized() {
+    if (store == null) {
+      throw new IllegalStateException("StreamStateProvider used before init()");
+    }
+    if (closed) {
+      throw new IllegalStateException("State store provider " + describe(storeId) + " is closed");
+    }
+  }
+
+  /** Tells the coordinator a snapshot exists, so that it does not flag the store as lagging. */
+  private void reportSnapshot(long version) {
+    if (providerId == null) {
+      return;
+    }
+    try {
+      Option<StateStoreCoordinatorRef> ref = StateStoreProvider$.MODULE$.coordinatorRef();
+      if (ref.isDefined()) {
+        ref.get().snapshotUploaded(providerId, version, System.currentTimeMillis());
+      }
+    } catch (RuntimeException e) {
+      LOG.debug("Could not report snapshot {} of {} to the coordinator", version, providerId, e);
+    }
+  }
+
+  private static UnsupportedOperationException checkpointIdsUnsupported(StateStoreId id) {
+    return new UnsupportedOperationException(
+        "streamstate does not support state store checkpoint format version 2 (checkpoint ids),"
+            + " requested for state store "
+            + (id == null ? "?" : describe(id))
+            + ". Set "
+            + StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION
+            + "=1 (the default) for queries"
+            + " using io.streamstate.spark.StreamStateProvider.");
+  }
+}

@@ -1,0 +1,318 @@
+package io.streamstate.spark;
+
+import static io.streamstate.spark.ClockedRun.ev;
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.sum;
+import static org.apache.spark.sql.functions.window;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Timestamp;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.stream.Stream;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.api.java.function.VoidFunction2;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StateOperatorProgress;
+import org.apache.spark.sql.streaming.StatefulProcessor;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import scala.Tuple3;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * What surrounds the state itself: foreachBatch sinks (commit validation), custom metrics in query
+ * progress, recovery from durable files alone, snapshots and retention on disk, and the clear
+ * errors for what is not supported.
+ */
+class ProviderLifecycleIT {
+  @TempDir static Path work;
+  private static SparkSession spark;
+
+  /** Rows a foreachBatch sink received (the function runs on the driver). */
+  private static final ConcurrentLinkedQueue<String> FOREACH_BATCH_ROWS =
+      new ConcurrentLinkedQueue<>();
+
+  @BeforeAll
+  static void startSpark() {
+    spark =
+        TestSessions.start(
+            "ProviderLifecycleIT", work, Map.of("spark.sql.streaming.minBatchesToRetain", "3"));
+  }
+
+  @AfterAll
+  static void stopSpark() {
+    spark.stop();
+  }
+
+  private static Dataset<Row> windowedCounts(Dataset<Row> events) {
+    return events
+        .withWatermark("ts", "10 seconds")
+        .groupBy(window(col("ts"), "10 seconds"), col("key"))
+        .agg(count(lit(1)).as("n"), sum("value").as("total"));
+  }
+
+  private static long metric(StateOperatorProgress op, String name) {
+    Long value = op.customMetrics().get(name);
+    assertThat(value).as("custom metric %s in %s", name, op.customMetrics()).isNotNull();
+    return value;
+  }
+
+  @Test
+  void foreachBatchSinkPassesCommitValidationAndReportsCustomMetrics() throws Exception {
+    spark.conf().set(TestSessions.PROVIDER_CLASS, TestSessions.OURS);
+    MemoryStream<Tuple3<String, Timestamp, Integer>> input =
+        MemoryStream.apply(ClockedRun.eventEncoder(), spark);
+    FOREACH_BATCH_ROWS.clear();
+    StreamingQuery query =
+        windowedCounts(input.toDS().toDF("key", "ts", "value"))
+            .writeStream()
+            .outputMode(OutputMode.Update())
+            .option("checkpointLocation", work.resolve("foreach-batch").toString())
+            .foreachBatch(
+                (VoidFunction2<Dataset<Row>, Long>)
+                    (batch, id) ->
+                        batch
+                            .collectAsList()
+                            .forEach(
+                                r ->
+                                    FOREACH_BATCH_ROWS.add(
+                                        r.getString(1) + "," + r.getLong(2) + "," + r.getLong(3))))
+            .start();
+    try {
+      input.addData(CollectionConverters.asScala(List.of(ev("a", 100, 1), ev("b", 101, 2))));
+      query.processAllAvailable();
+      input.addData(CollectionConverters.asScala(List.of(ev("a", 102, 3), ev("c", 104, 4))));
+      query.processAllAvailable();
+      // Batch 0 loads the (empty) state; a no-data batch may follow each data batch (the
+      // watermark moved); the second data batch updates a and c.
+      StateOperatorProgress first = dataBatches(query).get(0);
+      StateOperatorProgress second = dataBatches(query).get(1);
+
+      assertThat(query.exception().isDefined()).isFalse(); // commit validation passed
+      assertThat(FOREACH_BATCH_ROWS).containsExactlyInAnyOrder("a,1,1", "b,1,2", "a,2,4", "c,1,4");
+
+      int partitions = TestSessions.SHUFFLE_PARTITIONS;
+      assertThat(metric(first, "streamstateDurableLoads")).isEqualTo(partitions);
+      assertThat(metric(first, "streamstateWarmLoads")).isZero();
+      assertThat(metric(second, "streamstateWarmLoads")).isEqualTo(partitions);
+      assertThat(metric(second, "streamstateDurableLoads")).isZero();
+      assertThat(metric(second, "streamstateCommitLatencyMs")).isNotNegative();
+      assertThat(metric(second, "streamstateFilesWritten")).isGreaterThanOrEqualTo(partitions);
+      assertThat(metric(second, "streamstateBytesWritten")).isPositive();
+      assertThat(metric(second, "streamstateCommitBytes")).isPositive();
+      // a and c, plus the row count of the partition that gained c
+      assertThat(metric(second, "streamstateCommitChanges")).isEqualTo(3);
+      assertThat(metric(second, "streamstateSnapshotLagVersions")).isNotNegative();
+      assertThat(second.numRowsTotal()).isEqualTo(3); // window [100, 110) of a, b, c
+    } finally {
+      query.stop();
+    }
+  }
+
+  private static ClockedRun.Steps recoverySteps(Runnable betweenRuns) {
+    return new ClockedRun.Steps()
+        .data(0, ev("a", 100, 1), ev("b", 101, 2), ev("c", 102, 3))
+        .tick()
+        .data(0, ev("a", 105, 4), ev("d", 111, 5))
+        .tick()
+        .data(0, ev("b", 112, 6))
+        .tick()
+        .restart(betweenRuns)
+        .data(0, ev("a", 109, 7), ev("c", 130, 8))
+        .tick()
+        .tick()
+        .data(0, ev("e", 200, 9))
+        .ticks(2);
+  }
+
+  @Test
+  void restartWithLocalStateDeletedRecoversFromDurableFilesAlone() throws Exception {
+    Path localRoot = work.resolve("streamstate-local");
+    ClockedRun run = new ClockedRun(spark, 1, in -> windowedCounts(in.get(0)), OutputMode.Append());
+    ClockedRun.Result ours =
+        run.run(
+            TestSessions.OURS,
+            work.resolve("lost-local-ours"),
+            recoverySteps(() -> deleteRecursively(localRoot)));
+    ClockedRun.Result hdfs =
+        run.run(TestSessions.HDFS, work.resolve("lost-local-hdfs"), recoverySteps(() -> {}));
+
+    assertThat(ours.rows()).isNotEmpty().containsExactlyElementsOf(hdfs.rows());
+    StateOperatorProgress firstAfterRestart = firstStateProgress(ours.lastRunProgress());
+    assertThat(metric(firstAfterRestart, "streamstateDurableLoads"))
+        .isEqualTo(TestSessions.SHUFFLE_PARTITIONS);
+    assertThat(metric(firstAfterRestart, "streamstateWarmLoads")).isZero();
+  }
+
+  @Test
+  void snapshotsAndRetentionBoundTheDurableFilesAndRecoveryUsesThem() throws Exception {
+    Path checkpoint = work.resolve("retention-ours");
+    Path store = checkpoint.resolve("state/0/0");
+    ClockedRun run = new ClockedRun(spark, 1, in -> windowedCounts(in.get(0)), OutputMode.Append());
+    ClockedRun.Steps steps = new ClockedRun.Steps();
+    for (int i = 0; i < 10; i++) {
+      steps.data(0, ev("k" + (i % 4), 100 + 3 * i, i)).tick();
+    }
+    // minDeltasForSnapshot=2 and minBatchesToRetain=3: maintenance (every 200 ms) snapshots the
+    // store and deletes the changelogs no retained version needs.
+    steps.await(
+        "a snapshot and retention in " + store + ", reported to the coordinator",
+        query -> hasSnapshotAndRetention(store, 10) && noLaggingStores(query));
+    steps.restart().data(0, ev("k9", 200, 1)).ticks(2);
+    ClockedRun.Result ours = run.run(TestSessions.OURS, checkpoint, steps);
+
+    ClockedRun.Steps hdfsSteps = new ClockedRun.Steps();
+    for (int i = 0; i < 10; i++) {
+      hdfsSteps.data(0, ev("k" + (i % 4), 100 + 3 * i, i)).tick();
+    }
+    hdfsSteps.restart().data(0, ev("k9", 200, 1)).ticks(2);
+    ClockedRun.Result hdfs = run.run(TestSessions.HDFS, work.resolve("retention-hdfs"), hdfsSteps);
+
+    assertThat(ours.rows()).isNotEmpty().containsExactlyElementsOf(hdfs.rows());
+    StateOperatorProgress firstAfterRestart = firstStateProgress(ours.lastRunProgress());
+    assertThat(metric(firstAfterRestart, "streamstateDurableLoads"))
+        .isEqualTo(TestSessions.SHUFFLE_PARTITIONS);
+    // Restored from snapshots: fewer changelogs replayed than the 10+ versions of each partition.
+    assertThat(metric(firstAfterRestart, "streamstateChangelogsReplayed"))
+        .isLessThan(10L * TestSessions.SHUFFLE_PARTITIONS);
+  }
+
+  /**
+   * Spark's coordinator does not count the stores of the query as lagging on snapshots: the
+   * provider reported its snapshots (else 4.2 forces a snapshot on every commit of a lagging
+   * store).
+   */
+  private static boolean noLaggingStores(StreamingQuery query) {
+    long latestVersion = query.lastProgress().batchId() + 1;
+    return StateStoreCoordinatorRef.forExecutor(SparkEnv.get())
+        .getLaggingStoresForTesting(query.runId(), latestVersion, true)
+        .isEmpty();
+  }
+
+  /** At least one snapshot, and fewer changelogs than versions committed. */
+  private static boolean hasSnapshotAndRetention(Path store, int versions) throws IOException {
+    return fileCount(store.resolve("snapshot")) > 0
+        && fileCount(store.resolve("changelog")) < versions;
+  }
+
+  private static long fileCount(Path dir) throws IOException {
+    if (!Files.isDirectory(dir)) {
+      return 0;
+    }
+    try (Stream<Path> files = Files.list(dir)) {
+      return files.count();
+    }
+  }
+
+  @Test
+  void checkpointFormatVersion2IsRejectedWithAClearError() {
+    ClockedRun run = new ClockedRun(spark, 1, in -> windowedCounts(in.get(0)), OutputMode.Update());
+    ClockedRun.Steps steps = new ClockedRun.Steps().data(0, ev("a", 1, 1)).tick();
+
+    assertThatThrownBy(
+            () ->
+                run.run(
+                    TestSessions.OURS,
+                    work.resolve("v2"),
+                    steps,
+                    Map.of(StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION, "2")))
+        .hasStackTraceContaining("does not support state store checkpoint format version 2")
+        .hasStackTraceContaining("spark.sql.streaming.stateStore.checkpointFormatVersion=1");
+  }
+
+  /** A processor that does nothing: Spark refuses it before it ever runs. */
+  static final class NoopProcessor extends StatefulProcessor<String, Row, String> {
+    @Override
+    public void init(OutputMode outputMode, TimeMode timeMode) {}
+
+    @Override
+    public scala.collection.Iterator<String> handleInputRows(
+        String key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+      return scala.collection.Iterator$.MODULE$.empty();
+    }
+  }
+
+  @Test
+  void transformWithStateIsRefusedBySparkForEveryProviderButItsRocksDb() {
+    ClockedRun run =
+        new ClockedRun(
+            spark,
+            1,
+            in ->
+                in.get(0)
+                    .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
+                    .transformWithState(
+                        new NoopProcessor(),
+                        TimeMode.None(),
+                        OutputMode.Update(),
+                        Encoders.STRING())
+                    .toDF(),
+            OutputMode.Update());
+    ClockedRun.Steps steps = new ClockedRun.Steps().data(0, ev("a", 1, 1)).tick();
+
+    assertThatThrownBy(() -> run.run(TestSessions.OURS, work.resolve("tws"), steps))
+        .hasStackTraceContaining("STORE_BACKEND_NOT_SUPPORTED_FOR_TWS")
+        .hasStackTraceContaining(TestSessions.OURS);
+  }
+
+  /** State progress of the batches that had input, in order. */
+  private static List<StateOperatorProgress> dataBatches(StreamingQuery query) {
+    List<StateOperatorProgress> out = new ArrayList<>();
+    for (StreamingQueryProgress p : query.recentProgress()) {
+      if (p.numInputRows() > 0 && p.stateOperators().length > 0) {
+        out.add(p.stateOperators()[0]);
+      }
+    }
+    assertThat(out).as("progress of batches with input").hasSizeGreaterThanOrEqualTo(2);
+    return out;
+  }
+
+  private static StateOperatorProgress firstStateProgress(List<StreamingQueryProgress> progress) {
+    List<StateOperatorProgress> withState = new ArrayList<>();
+    for (StreamingQueryProgress p : progress) {
+      if (p.stateOperators().length > 0
+          && p.stateOperators()[0].customMetrics().containsKey("streamstateDurableLoads")) {
+        withState.add(p.stateOperators()[0]);
+      }
+    }
+    assertThat(withState).as("progress with state operators").isNotEmpty();
+    return withState.get(0);
+  }
+
+  private static void deleteRecursively(Path root) {
+    if (!Files.exists(root)) {
+      return;
+    }
+    try (Stream<Path> walk = Files.walk(root)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}
