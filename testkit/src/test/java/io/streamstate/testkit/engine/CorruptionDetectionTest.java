@@ -16,8 +16,6 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.UnaryOperator;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -50,18 +48,8 @@ class CorruptionDetectionTest {
   }
 
   @TempDir Path tmp;
-  private static RocksDbMemoryBudget budget;
+  private static final RocksDbMemoryBudget budget = EngineFixture.BUDGET;
   private int instances;
-
-  @BeforeAll
-  static void openBudget() {
-    budget = new RocksDbMemoryBudget(64L << 20);
-  }
-
-  @AfterAll
-  static void closeBudget() {
-    budget.close();
-  }
 
   /** Versions 1..10, snapshots at 4 and 8 (interval 4), every changelog retained. */
   private InMemoryStorage build(StoreOptions options) {

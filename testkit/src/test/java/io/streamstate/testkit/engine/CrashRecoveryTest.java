@@ -26,8 +26,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -44,18 +42,8 @@ class CrashRecoveryTest {
           .withTornFileGraceMillis(0);
 
   @TempDir Path tmp;
-  private static RocksDbMemoryBudget budget;
+  private static final RocksDbMemoryBudget budget = EngineFixture.BUDGET;
   private int instances;
-
-  @BeforeAll
-  static void openBudget() {
-    budget = new RocksDbMemoryBudget(64L << 20);
-  }
-
-  @AfterAll
-  static void closeBudget() {
-    budget.close();
-  }
 
   private VersionedStore open(Storage storage) {
     return VersionedStore.open(

@@ -4,12 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.engine.KeyValue;
+import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import java.nio.charset.StandardCharsets;
 import java.util.TreeMap;
 
 /** A deterministic workload and its plain-Java reference, shared by the engine fault tests. */
 final class EngineFixture {
+  /** One memory budget for every engine test of this JVM, as a process has in production. */
+  static final RocksDbMemoryBudget BUDGET = new RocksDbMemoryBudget(64L << 20);
+
   private EngineFixture() {}
 
   static byte[] bytes(String s) {

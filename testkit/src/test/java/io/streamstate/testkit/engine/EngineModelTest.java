@@ -23,8 +23,6 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.LongStream;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -42,17 +40,7 @@ class EngineModelTest {
   private static final List<String> EXTRA_FAMILIES = List.of("cf1", "cf2", "cf3");
 
   @TempDir static Path tmp;
-  private static RocksDbMemoryBudget budget;
-
-  @BeforeAll
-  static void openBudget() {
-    budget = new RocksDbMemoryBudget(64L << 20);
-  }
-
-  @AfterAll
-  static void closeBudget() {
-    budget.close();
-  }
+  private static final RocksDbMemoryBudget budget = EngineFixture.BUDGET;
 
   static Stream<Long> seeds() {
     String one = System.getProperty("streamstate.model.seed");

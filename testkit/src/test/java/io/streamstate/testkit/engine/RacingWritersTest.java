@@ -19,8 +19,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,17 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
 class RacingWritersTest {
   private static final int ROUNDS = 100;
   @TempDir Path tmp;
-  private static RocksDbMemoryBudget budget;
-
-  @BeforeAll
-  static void openBudget() {
-    budget = new RocksDbMemoryBudget(64L << 20);
-  }
-
-  @AfterAll
-  static void closeBudget() {
-    budget.close();
-  }
+  private static final RocksDbMemoryBudget budget = EngineFixture.BUDGET;
 
   @Test
   void exactlyOneOfTwoRacingWritersWinsOnLocalDisk() throws Exception {
