@@ -149,6 +149,22 @@ class CorruptionDetectionTest {
     }
   }
 
+  @ParameterizedTest
+  @EnumSource(Damage.class)
+  void damagedSstWithNoFallbackFailsNamingTheFile(Damage d) {
+    StoreOptions tight = KEEP_ALL.withMinVersionsToRetain(2).withTornFileGraceMillis(0);
+    InMemoryStorage durable = build(tight);
+    String sst = sstNames(durable, "snapshot/00000000000000000008.snapshot").get(0);
+    damage(durable, sst, d);
+    try (VersionedStore store = open(durable, tight)) {
+      assertThatThrownBy(() -> store.begin(10))
+          .isInstanceOf(MissingFileException.class)
+          .hasMessageContaining("Cannot load version 10")
+          .hasMessageContaining("Snapshots skipped as unusable")
+          .hasMessageContaining(sst);
+    }
+  }
+
   /** The SSTs referenced by snapshot {@code v} and by no older snapshot. */
   private static List<String> sharedOnlyBy(InMemoryStorage durable, long v) {
     List<String> older =
