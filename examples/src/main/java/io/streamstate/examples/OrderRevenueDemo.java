@@ -104,7 +104,8 @@ public final class OrderRevenueDemo {
     spark.sparkContext().setLogLevel("WARN");
 
     CountDownLatch batchesLeft = new CountDownLatch(maxBatches);
-    spark.streams().addListener(new ProgressPrinter(batchesLeft));
+    ProgressPrinter printer = new ProgressPrinter(batchesLeft);
+    spark.streams().addListener(printer);
 
     Dataset<Row> orders =
         spark
@@ -144,13 +145,15 @@ public final class OrderRevenueDemo {
             .start();
     boolean enoughBatches = batchesLeft.await(maxSeconds, TimeUnit.SECONDS);
     // Stop between two batches rather than interrupt one (which Spark logs as an error).
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (query.status().isTriggerActive() && System.nanoTime() < deadline) {
       Thread.sleep(20);
     }
     query.stop();
     System.out.printf(
-        "stopped after %s%n", enoughBatches ? maxBatches + " batches" : maxSeconds + " seconds");
+        "stopped after %d batches of this run (%s reached; a running batch is let finish)%n",
+        printer.batches(),
+        enoughBatches ? "target of " + maxBatches + " batches" : "limit of " + maxSeconds + " s");
     if (query.exception().isDefined()) {
       throw query.exception().get();
     }
@@ -170,9 +173,15 @@ public final class OrderRevenueDemo {
   /** Prints one line per batch: duration, streamstate commit latency, rows. */
   private static final class ProgressPrinter extends StreamingQueryListener {
     private final CountDownLatch batchesLeft;
+    private final java.util.concurrent.atomic.AtomicInteger batches =
+        new java.util.concurrent.atomic.AtomicInteger();
 
     ProgressPrinter(CountDownLatch batchesLeft) {
       this.batchesLeft = batchesLeft;
+    }
+
+    int batches() {
+      return batches.get();
     }
 
     @Override
@@ -181,6 +190,7 @@ public final class OrderRevenueDemo {
     @Override
     public void onQueryProgress(QueryProgressEvent event) {
       StreamingQueryProgress p = event.progress();
+      batches.incrementAndGet();
       Map<String, Long> durations = p.durationMs();
       long duration = durations.getOrDefault("triggerExecution", 0L);
       String state = "no state operator";
