@@ -10,7 +10,7 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * An in-process MiniDFSCluster with one DataNode, for the HDFS integration tests: one per test
  * class (about 12 s to start).
  */
-final class MiniDfsFixture implements AutoCloseable {
+public final class MiniDfsFixture implements AutoCloseable {
   private final MiniDFSCluster cluster;
   private final FileSystem fs;
 
@@ -20,7 +20,7 @@ final class MiniDfsFixture implements AutoCloseable {
   }
 
   /** Starts a cluster keeping its NameNode and DataNode directories under {@code baseDir}. */
-  static MiniDfsFixture start(java.nio.file.Path baseDir) throws IOException {
+  public static MiniDfsFixture start(java.nio.file.Path baseDir) throws IOException {
     Configuration conf = new Configuration();
     conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, baseDir.toString());
     // close() polls the NameNode until the last block is reported, first after 400 ms: with one
@@ -37,7 +37,7 @@ final class MiniDfsFixture implements AutoCloseable {
   }
 
   /** The cluster's own client, shared by the tests of a class; closed with the cluster. */
-  FileSystem fileSystem() {
+  public FileSystem fileSystem() {
     return fs;
   }
 
@@ -45,12 +45,17 @@ final class MiniDfsFixture implements AutoCloseable {
    * A client of its own (its own DFSClient, so its own lease holder), as a second executor would
    * have. The caller closes it.
    */
-  FileSystem newClient() throws IOException {
+  public FileSystem newClient() throws IOException {
     return FileSystem.newInstance(fs.getUri(), fs.getConf());
   }
 
+  /** The cluster itself (for its NameNode's metrics, say). */
+  public MiniDFSCluster cluster() {
+    return cluster;
+  }
+
   /** {@code path} (absolute) on this cluster, qualified with its {@code hdfs://} authority. */
-  Path path(String path) {
+  public Path path(String path) {
     return fs.makeQualified(new Path(path));
   }
 

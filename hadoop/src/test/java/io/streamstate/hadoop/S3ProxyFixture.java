@@ -17,8 +17,8 @@ import org.gaul.s3proxy.nio2blob.TransientNio2BlobStore;
  * configuration to reach it with conditional create ({@code If-None-Match: *}) on: one per test
  * class.
  */
-final class S3ProxyFixture implements AutoCloseable {
-  static final String BUCKET = "ckpt";
+public final class S3ProxyFixture implements AutoCloseable {
+  public static final String BUCKET = "ckpt";
   private static final String ACCESS_KEY = "test-key";
   private static final String SECRET_KEY = "test-secret";
 
@@ -32,7 +32,7 @@ final class S3ProxyFixture implements AutoCloseable {
     this.fs = fs;
   }
 
-  static S3ProxyFixture start() throws Exception {
+  public static S3ProxyFixture start() throws Exception {
     TransientNio2BlobStore blobStore = new TransientNio2BlobStore();
     blobStore.createContainer(BUCKET);
     S3Proxy server =
@@ -66,28 +66,42 @@ final class S3ProxyFixture implements AutoCloseable {
     }
   }
 
+  /**
+   * The {@code fs.s3a.*} settings that reach the server, except the disabled client cache: for a
+   * process (Spark) that gets its clients from Hadoop's shared cache and never closes them.
+   */
+  public java.util.Map<String, String> sharedClientSettings() {
+    java.util.Map<String, String> settings = new java.util.TreeMap<>();
+    for (java.util.Map.Entry<String, String> e : conf.getPropsWithPrefix("fs.s3a.").entrySet()) {
+      if (!e.getKey().equals("impl.disable.cache")) {
+        settings.put("fs.s3a." + e.getKey(), e.getValue());
+      }
+    }
+    return settings;
+  }
+
   /** The S3A configuration reaching the server; callers copy it before changing it. */
-  Configuration conf() {
+  public Configuration conf() {
     return conf;
   }
 
   /** A client shared by the tests of a class; closed with the server. */
-  FileSystem fileSystem() {
+  public FileSystem fileSystem() {
     return fs;
   }
 
   /** A client of its own (own connection pool and threads), as a second executor would have. */
-  FileSystem newClient() throws IOException {
+  public FileSystem newClient() throws IOException {
     return newClient(conf);
   }
 
   /** A client of its own with settings of its own. The caller closes it. */
-  FileSystem newClient(Configuration settings) throws IOException {
+  public FileSystem newClient(Configuration settings) throws IOException {
     return FileSystem.newInstance(bucketUri(), settings);
   }
 
   /** {@code key} in the bucket, as an {@code s3a://} path. */
-  static Path path(String key) {
+  public static Path path(String key) {
     return new Path("s3a://" + BUCKET + "/" + key);
   }
 

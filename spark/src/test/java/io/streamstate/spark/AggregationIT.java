@@ -10,7 +10,10 @@ import static org.apache.spark.sql.functions.window;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
@@ -37,7 +40,7 @@ class AggregationIT {
   }
 
   /** Late, on-time and window-closing events, with restarts in the middle. */
-  private static ClockedRun.Steps windowedSteps() {
+  static ClockedRun.Steps windowedSteps() {
     return new ClockedRun.Steps()
         .data(0, ev("a", 100, 1), ev("b", 101, 2), ev("a", 105, 3))
         .tick()
@@ -59,15 +62,15 @@ class AggregationIT {
   }
 
   private static ClockedRun windowed(OutputMode mode) {
-    return new ClockedRun(
-        spark,
-        1,
-        in ->
-            in.get(0)
-                .withWatermark("ts", "10 seconds")
-                .groupBy(window(col("ts"), "10 seconds"), col("key"))
-                .agg(count(lit(1)).as("n"), sum("value").as("total")),
-        mode);
+    return new ClockedRun(spark, 1, AggregationIT::windowedQuery, mode);
+  }
+
+  /** Counts and sums per key in 10-second windows, with a 10-second watermark. */
+  static Dataset<Row> windowedQuery(List<Dataset<Row>> in) {
+    return in.get(0)
+        .withWatermark("ts", "10 seconds")
+        .groupBy(window(col("ts"), "10 seconds"), col("key"))
+        .agg(count(lit(1)).as("n"), sum("value").as("total"));
   }
 
   @Test

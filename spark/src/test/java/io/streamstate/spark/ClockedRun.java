@@ -154,6 +154,15 @@ final class ClockedRun {
 
   Result run(String providerClass, Path checkpoint, Steps steps, Map<String, String> sessionConf)
       throws Exception {
+    return run(providerClass, checkpoint.toUri().toString(), steps, sessionConf);
+  }
+
+  /**
+   * Like the others, with the checkpoint given as a URI ({@code hdfs://...}, {@code s3a://...}).
+   */
+  Result run(
+      String providerClass, String checkpointUri, Steps steps, Map<String, String> sessionConf)
+      throws Exception {
     Map<String, String> previous = new LinkedHashMap<>();
     spark.conf().set(TestSessions.PROVIDER_CLASS, providerClass);
     for (Map.Entry<String, String> e : sessionConf.entrySet()) {
@@ -172,7 +181,7 @@ final class ClockedRun {
       Dataset<Row> df = query.apply(frames);
       MemorySink sink = new MemorySink();
       WaitAwareClock clock = new WaitAwareClock(0);
-      StreamingQuery running = start(df, sink, checkpoint, clock);
+      StreamingQuery running = start(df, sink, checkpointUri, clock);
       try {
         awaitIdle(running, clock);
         for (Object step : steps.steps) {
@@ -185,7 +194,7 @@ final class ClockedRun {
             running.stop();
             r.betweenRuns().run();
             clock = new WaitAwareClock(clock.getTimeMillis());
-            running = start(df, sink, checkpoint, clock);
+            running = start(df, sink, checkpointUri, clock);
             awaitIdle(running, clock);
           } else if (step instanceof Await a) {
             StreamingQuery current = running;
@@ -223,13 +232,14 @@ final class ClockedRun {
   }
 
   private StreamingQuery start(
-      Dataset<Row> df, MemorySink sink, Path checkpoint, WaitAwareClock clock) throws Exception {
+      Dataset<Row> df, MemorySink sink, String checkpointUri, WaitAwareClock clock)
+      throws Exception {
     org.apache.spark.sql.classic.StreamingQueryManager manager =
         (org.apache.spark.sql.classic.StreamingQueryManager) spark.streams();
     return manager.startQuery(
         Option.empty(),
         Option.empty(),
-        Option.apply(checkpoint.toUri().toString()),
+        Option.apply(checkpointUri),
         (org.apache.spark.sql.classic.Dataset<?>) df,
         scala.collection.immutable.Map$.MODULE$.empty(),
         sink,

@@ -1,0 +1,568 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.hadoop.HadoopStorage;
+import io.streamstate.hadoop.HadoopStorages;
+import java.io.BufferedOutputStream;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.PathFilter;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.ipc.RemoteException;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
+import org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A Spark 4.2 {@link CheckpointFileManager} that never renames: {@link #createAtomic} writes once,
+ * directly at the final name, with the store's create-if-absent. Selected with {@code
+ * spark.sql.streaming.checkpointFileManagerClass=io.streamstate.spark.RenameFreeCheckpointFileManager}
+ * (a SQL conf; Spark copies it into the Hadoop configuration it constructs this class with).
+ *
+ * <p>Spark writes every file of a checkpoint through its checkpoint file manager: the offset and
+ * commit logs ({@code offsets/N}, {@code commits/N}), the query metadata, operator metadata and
+ * schema files, and the files of its own state store providers. Its default writes each to a temp
+ * file and renames it (on S3 a COPY and a DELETE per file, and an {@code exists()} check that two
+ * drivers can both pass).
+ *
+ * <h2>{@code createAtomic(path, overwriteIfPossible=false)}</h2>
+ *
+ * <table>
+ *   <caption>Create-if-absent per store</caption>
+ *   <tr><th>store</th><th>create</th><th>name taken</th><th>{@code cancel()}</th></tr>
+ *   <tr><td>{@code file:}</td><td>{@code java.nio} {@code CREATE_NEW} ({@code O_EXCL}); at close
+ *       the file and its directory are forced to disk (no Hadoop local file system, which forks
+ *       a process per file without its native library)</td>
+ *       <td>{@code FileAlreadyExistsException} from {@code createAtomic}</td>
+ *       <td>deletes the file (the name is ours: we created it)</td></tr>
+ *   <tr><td>HDFS</td><td>{@code create(path, overwrite=false)} (atomic at the NameNode); {@code
+ *       hsync} before close</td><td>from {@code createAtomic}</td><td>deletes the file</td></tr>
+ *   <tr><td>stores with the path capability {@value HadoopStorage#CONDITIONAL_CREATE_CAPABILITY}
+ *       (S3A, Hadoop 3.4.2+)</td><td>{@code createFile(path)} with that option: one PUT with
+ *       {@code If-None-Match: *} at close, no HEAD or LIST before</td>
+ *       <td>from {@code close()} (HTTP 412)</td><td>{@code abort()}: nothing is uploaded</td></tr>
+ * </table>
+ *
+ * <p>The exception is always {@link org.apache.hadoop.fs.FileAlreadyExistsException}, the one
+ * Spark's {@code HDFSMetadataLog} catches to report two queries writing one checkpoint. Any other
+ * store is refused by the constructor with an {@link UnsupportedException} naming the setting
+ * ({@value HadoopStorages#SPARK_ALLOW_SINGLE_WRITER}) that accepts single-writer mode instead:
+ * {@code exists()} then {@code create(overwrite=false)}, safe only if no two writers race.
+ *
+ * <h2>{@code createAtomic(path, overwriteIfPossible=true)}</h2>
+ *
+ * <p>Best effort, still without rename, and never throws because the file exists: local disk
+ * deletes the old file and creates a new one; HDFS {@code create(overwrite=true)} (the NameNode
+ * replaces the file at create); object stores PUT over the old object at close. On local disk and
+ * HDFS the old content is therefore gone from the moment of {@code createAtomic}, not from {@code
+ * close()}, and {@code cancel()} leaves no file rather than the old one. Spark uses overwrites for
+ * files it can rewrite at will (its HDFS provider's snapshot files, some metadata), never for the
+ * offset and commit logs.
+ *
+ * <h2>Caveat: local disk and HDFS show a file while it is written</h2>
+ *
+ * <p>Object stores publish a file whole at {@code close()}. Local disk and HDFS show it under its
+ * final name from {@code createAtomic} on, growing as it is written; this class cannot hide that
+ * without a rename. A reader racing the writer could see a prefix, but Spark reads a log entry only
+ * after the write that produced it returned. What remains is a crash: a driver killed in the middle
+ * of writing {@code offsets/N} or {@code commits/N} (a few hundred bytes, so a window of
+ * milliseconds) leaves that file empty or partial. On restart Spark fails reading it ("Failed to
+ * read log file ... Log file was malformed", or a JSON parse error naming the file). The user then
+ * deletes that torn last file (the highest-numbered one of {@code offsets/} or {@code commits/},
+ * only that one) and restarts: Spark plans batch N again from {@code offsets/N-1}, as if the driver
+ * had died just before writing it. Spark's default manager would have left a stray {@code
+ * .N.<uuid>.tmp} instead. Spark's own state providers write their files through this class with
+ * {@code overwriteIfPossible=true}, so a torn state file of a killed task is rewritten by the
+ * retry; two attempts writing one such file at once (speculation) replace each other's file on
+ * local disk and HDFS: the name ends with the last creator's content, and on HDFS the earlier
+ * writer fails. The streamstate provider does not write through this class: its files are
+ * create-if-absent and verify themselves.
+ *
+ * <p>Thread-safe: Spark's {@code ChecksumCheckpointFileManager} calls it from several threads at
+ * once. Each stream is used by one thread; its {@code close()} and {@code cancel()} are idempotent
+ * and synchronized. {@link #close()} does not close the {@code FileSystem}, which Hadoop caches and
+ * shares.
+ *
+ * <p>Everything but {@code createAtomic} behaves as Spark's {@link
+ * FileSystemBasedCheckpointFileManager}, to which it delegates ({@code open}, {@code list}, {@code
+ * exists}, {@code delete} recursive and silent on a missing path, {@code isLocal}), except that
+ * directories on local disk are made with {@code java.nio}.
+ */
+public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
+  private static final Logger LOG = LoggerFactory.getLogger(RenameFreeCheckpointFileManager.class);
+
+  private static final String HDFS_FILE_SYSTEM = "org.apache.hadoop.hdfs.DistributedFileSystem";
+  private static final String HDFS_ALREADY_BEING_CREATED =
+      "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
+  private static final String S3A_REMOTE_FILE_CHANGED =
+      "org.apache.hadoop.fs.s3a.RemoteFileChangedException";
+
+  /** File systems already warned about single-writer mode: warn once per JVM and file system. */
+  private static final Set<String> WARNED_SINGLE_WRITER = ConcurrentHashMap.newKeySet();
+
+  /** How {@link #createAtomic} obtains create-if-absent on this store. */
+  private enum CreateMethod {
+    /** {@code java.nio} CREATE_NEW on the local file behind the path. */
+    LOCAL_EXCLUSIVE,
+    /** {@code create(overwrite=false)}, atomic in the store (HDFS NameNode). */
+    EXCLUSIVE_CREATE,
+    /** {@code createFile()} with the conditional-create option: refused at close. */
+    CONDITIONAL_CREATE,
+    /** {@code exists()} then {@code create(overwrite=false)}: not atomic, accepted by setting. */
+    SINGLE_WRITER
+  }
+
+  private final FileSystemBasedCheckpointFileManager delegate;
+  private final FileSystem fs;
+  private final Path checkpointPath;
+
+  /** The raw local file system behind {@link #fs}; null elsewhere. */
+  private final RawLocalFileSystem local;
+
+  private final CreateMethod method;
+
+  /**
+   * The constructor Spark calls ({@code CheckpointFileManager.create}).
+   *
+   * @param path the directory this manager is for (a checkpoint, a log, a state directory)
+   * @param hadoopConf the Hadoop configuration, with Spark's SQL settings copied in
+   * @throws UnsupportedException the store gives no create-if-absent and single-writer mode is not
+   *     accepted
+   */
+  public RenameFreeCheckpointFileManager(Path path, Configuration hadoopConf) {
+    this.delegate = new FileSystemBasedCheckpointFileManager(path, hadoopConf);
+    this.fs = delegate.fs();
+    this.checkpointPath = path;
+    this.local = rawLocal(fs);
+    this.method = detect(fs, path, local, hadoopConf);
+  }
+
+  private static CreateMethod detect(
+      FileSystem fs, Path path, RawLocalFileSystem local, Configuration conf) {
+    if (local != null) {
+      return CreateMethod.LOCAL_EXCLUSIVE;
+    }
+    // By class name: clusters without the HDFS client classes must still load this class.
+    if (isInstanceOf(fs.getClass(), HDFS_FILE_SYSTEM)) {
+      return CreateMethod.EXCLUSIVE_CREATE;
+    }
+    try {
+      if (fs.hasPathCapability(path, HadoopStorage.CONDITIONAL_CREATE_CAPABILITY)) {
+        return CreateMethod.CONDITIONAL_CREATE;
+      }
+    } catch (IOException e) {
+      throw new UnsupportedException(
+          "Cannot probe " + path + " for " + HadoopStorage.CONDITIONAL_CREATE_CAPABILITY + ": " + e,
+          e);
+    }
+    if (!HadoopStorages.allowsSingleWriter(conf)) {
+      throw new UnsupportedException(
+          "Checkpoint location "
+              + path
+              + " ("
+              + fs.getClass().getName()
+              + ") does not guarantee create-if-absent, which "
+              + RenameFreeCheckpointFileManager.class.getSimpleName()
+              + " needs so that of two writers of one file (two queries on one checkpoint, a task"
+              + " retry) exactly one wins. Supported: hdfs, local files, and stores with"
+              + " conditional create (s3a on Hadoop 3.4.2+ with"
+              + " fs.s3a.create.conditional.enabled=true). If only one writer can ever write"
+              + " under this location, set "
+              + HadoopStorages.SPARK_ALLOW_SINGLE_WRITER
+              + "=true to accept that risk, or use Spark's default checkpoint file manager.");
+    }
+    if (WARNED_SINGLE_WRITER.add(fs.getUri().toString())) {
+      LOG.warn(
+          "{} ({}) does not guarantee create-if-absent; checkpoint files are written in"
+              + " single-writer mode ({}=true): two queries on one checkpoint may both believe"
+              + " they wrote the same batch.",
+          fs.getUri(),
+          fs.getClass().getName(),
+          HadoopStorages.SPARK_ALLOW_SINGLE_WRITER);
+    }
+    return CreateMethod.SINGLE_WRITER;
+  }
+
+  private static RawLocalFileSystem rawLocal(FileSystem fs) {
+    if (fs instanceof RawLocalFileSystem raw) {
+      return raw;
+    }
+    if (fs instanceof LocalFileSystem checksummed
+        && checksummed.getRawFileSystem() instanceof RawLocalFileSystem raw) {
+      return raw;
+    }
+    return null;
+  }
+
+  private static boolean isInstanceOf(Class<?> type, String className) {
+    for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+      if (c.getName().equals(className)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // ---- createAtomic ----
+
+  @Override
+  public CancellableFSDataOutputStream createAtomic(Path path, boolean overwriteIfPossible) {
+    try {
+      switch (method) {
+        case LOCAL_EXCLUSIVE:
+          return createLocal(path, overwriteIfPossible);
+        case EXCLUSIVE_CREATE:
+          return createExclusive(path, overwriteIfPossible);
+        case CONDITIONAL_CREATE:
+          return createConditional(path, overwriteIfPossible);
+        case SINGLE_WRITER:
+          if (!overwriteIfPossible && fs.exists(path)) {
+            throw new FileAlreadyExistsException(path + " already exists");
+          }
+          return createExclusive(path, overwriteIfPossible);
+        default:
+          throw new IllegalStateException("Unexpected create method " + method);
+      }
+    } catch (IOException e) {
+      // The trait declares no checked exceptions; Scala callers catch the IOException itself.
+      throw sneakyThrow(e);
+    }
+  }
+
+  private CancellableFSDataOutputStream createLocal(Path path, boolean overwrite)
+      throws IOException {
+    java.nio.file.Path file = local.pathToFile(fs.makeQualified(path)).toPath();
+    Files.createDirectories(file.getParent());
+    FileChannel channel = null;
+    for (int attempt = 0; channel == null; attempt++) {
+      if (overwrite) {
+        // Through the Hadoop file system: it also removes a checksum file it may have written.
+        fs.delete(path, false);
+      }
+      try {
+        channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+      } catch (java.nio.file.FileAlreadyExistsException e) {
+        if (!overwrite || attempt >= 10) {
+          throw nameTaken(path, e);
+        }
+        // Another writer recreated it between our delete and create: delete again.
+      }
+    }
+    FileChannel opened = channel;
+    OutputStream out = new BufferedOutputStream(Channels.newOutputStream(opened), 64 << 10);
+    return new DirectOutputStream(
+        out,
+        path,
+        () -> {
+          out.flush();
+          opened.force(true);
+          out.close();
+          forceDirectory(file.getParent());
+        },
+        () -> {
+          closeQuietly(out);
+          Files.deleteIfExists(file);
+        });
+  }
+
+  private static void forceDirectory(java.nio.file.Path dir) throws IOException {
+    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+      d.force(true);
+    } catch (IOException e) {
+      // Some file systems cannot open a directory for sync; the file itself is durable.
+      LOG.debug("Cannot sync directory {}: {}", dir, e.toString());
+    }
+  }
+
+  private CancellableFSDataOutputStream createExclusive(Path path, boolean overwrite)
+      throws IOException {
+    FSDataOutputStream out;
+    try {
+      out = fs.create(path, overwrite);
+    } catch (IOException e) {
+      if (!overwrite && isNameTaken(e)) {
+        throw nameTaken(path, e);
+      }
+      throw e;
+    }
+    // The name is ours from here (created with overwrite=false, or replaced by us): a failed
+    // close or a cancel deletes it, so no partial file of ours stays behind.
+    return new DirectOutputStream(
+        out,
+        path,
+        () -> {
+          try {
+            out.flush();
+            if (out.hasCapability(StreamCapabilities.HSYNC)) {
+              out.hsync();
+            }
+            out.close();
+          } catch (IOException | RuntimeException e) {
+            closeQuietly(out);
+            deleteQuietly(path, e);
+            throw e;
+          }
+        },
+        () -> {
+          if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
+            out.abort();
+          } else {
+            closeQuietly(out);
+            fs.delete(path, false);
+          }
+        });
+  }
+
+  private CancellableFSDataOutputStream createConditional(Path path, boolean overwrite)
+      throws IOException {
+    FSDataOutputStream out;
+    try {
+      var builder = fs.createFile(path).overwrite(overwrite).recursive();
+      if (!overwrite) {
+        // No existence probes: the store checks atomically at close (If-None-Match: *).
+        builder.must(HadoopStorage.CONDITIONAL_CREATE_CAPABILITY, true);
+      }
+      out = builder.build();
+    } catch (IllegalArgumentException | UnsupportedOperationException e) {
+      throw new UnsupportedException(
+          "Cannot create "
+              + path
+              + " with "
+              + HadoopStorage.CONDITIONAL_CREATE_CAPABILITY
+              + ": "
+              + e,
+          e);
+    }
+    return new DirectOutputStream(
+        out,
+        path,
+        () -> {
+          try {
+            out.close();
+          } catch (IOException e) {
+            if (!overwrite && isConditionalCreateRefused(e)) {
+              throw nameTaken(path, e);
+            }
+            throw e;
+          }
+        },
+        () -> {
+          if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
+            // Publishes only at close: abort() drops the buffered data and any multipart upload.
+            out.abort();
+            return;
+          }
+          try {
+            out.close();
+          } catch (IOException e) {
+            // Not published (refused, or failed): nothing of ours to remove.
+            return;
+          }
+          // Published by the close: it is ours, remove it.
+          fs.delete(path, false);
+        });
+  }
+
+  private void deleteQuietly(Path path, Throwable cause) {
+    try {
+      fs.delete(path, false);
+    } catch (IOException | RuntimeException e) {
+      cause.addSuppressed(e);
+    }
+  }
+
+  private static void closeQuietly(OutputStream out) {
+    try {
+      out.close();
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("Ignoring failure to close a cancelled stream: {}", e.toString());
+    }
+  }
+
+  private static boolean isNameTaken(Throwable e) {
+    for (Throwable t : causalChain(e)) {
+      if (t instanceof FileAlreadyExistsException
+          || t instanceof java.nio.file.FileAlreadyExistsException
+          || t.getClass().getName().equals(HDFS_ALREADY_BEING_CREATED)) {
+        return true;
+      }
+      // HDFS: while another client still writes the file, AlreadyBeingCreatedException.
+      if (t instanceof RemoteException remote
+          && (remote.getClassName().equals(HDFS_ALREADY_BEING_CREATED)
+              || remote.getClassName().equals(FileAlreadyExistsException.class.getName()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** S3A turns the 412 of a conditional PUT into {@code RemoteFileChangedException}. */
+  private static boolean isConditionalCreateRefused(Throwable e) {
+    for (Throwable t : causalChain(e)) {
+      if (isInstanceOf(t.getClass(), S3A_REMOTE_FILE_CHANGED)) {
+        return true;
+      }
+    }
+    return isNameTaken(e);
+  }
+
+  private static List<Throwable> causalChain(Throwable e) {
+    List<Throwable> chain = new ArrayList<>();
+    for (Throwable t = e; t != null && !chain.contains(t); t = t.getCause()) {
+      chain.add(t);
+    }
+    return chain;
+  }
+
+  private static FileAlreadyExistsException nameTaken(Path path, Throwable cause) {
+    FileAlreadyExistsException e =
+        new FileAlreadyExistsException(path + " already exists (another writer created it first)");
+    e.initCause(cause);
+    return e;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> RuntimeException sneakyThrow(Throwable t) throws T {
+    throw (T) t;
+  }
+
+  // ---- everything else: as Spark's FileSystemBasedCheckpointFileManager ----
+
+  @Override
+  public FSDataInputStream open(Path path) {
+    return delegate.open(path);
+  }
+
+  @Override
+  public FileStatus[] list(Path path, PathFilter filter) {
+    return delegate.list(path, filter);
+  }
+
+  @Override
+  public FileStatus[] list(Path path) {
+    return delegate.list(path);
+  }
+
+  @Override
+  public void mkdirs(Path path) {
+    if (local == null) {
+      delegate.mkdirs(path);
+      return;
+    }
+    try {
+      Files.createDirectories(local.pathToFile(fs.makeQualified(path)).toPath());
+    } catch (IOException e) {
+      throw sneakyThrow(e);
+    }
+  }
+
+  @Override
+  public boolean exists(Path path) {
+    return delegate.exists(path);
+  }
+
+  /** Recursive; does nothing if {@code path} is absent. */
+  @Override
+  public void delete(Path path) {
+    delegate.delete(path);
+  }
+
+  @Override
+  public boolean isLocal() {
+    return delegate.isLocal();
+  }
+
+  @Override
+  public Path createCheckpointDirectory() {
+    if (local == null) {
+      return delegate.createCheckpointDirectory();
+    }
+    Path qualified = fs.makeQualified(checkpointPath);
+    mkdirs(qualified);
+    return qualified;
+  }
+
+  /** Does not close the {@code FileSystem}: Hadoop caches and shares instances. */
+  @Override
+  public void close() {
+    delegate.close();
+  }
+
+  @Override
+  public String toString() {
+    return "RenameFreeCheckpointFileManager[" + checkpointPath + ", " + method + "]";
+  }
+
+  /** An I/O step of a stream's end. */
+  private interface IoAction {
+    void run() throws IOException;
+  }
+
+  /**
+   * The stream {@link #createAtomic} returns: writes go straight to the store's stream at the final
+   * name; {@code close()} publishes (completes) it, {@code cancel()} withdraws it. Both happen at
+   * most once, whichever comes first.
+   */
+  private static final class DirectOutputStream extends CancellableFSDataOutputStream {
+    private final Path path;
+    private final IoAction publish;
+    private final IoAction withdraw;
+    private boolean terminated;
+
+    DirectOutputStream(OutputStream out, Path path, IoAction publish, IoAction withdraw) {
+      super(out);
+      this.path = path;
+      this.publish = publish;
+      this.withdraw = withdraw;
+    }
+
+    @Override
+    public synchronized void close() throws IOException {
+      if (terminated) {
+        return;
+      }
+      terminated = true;
+      publish.run();
+    }
+
+    @Override
+    public synchronized void cancel() {
+      if (terminated) {
+        return;
+      }
+      terminated = true;
+      try {
+        withdraw.run();
+      } catch (FileNotFoundException e) {
+        // nothing there: nothing to withdraw
+      } catch (IOException | RuntimeException e) {
+        LOG.warn("Cannot withdraw the cancelled write of {}: {}", path, e.toString());
+      }
+    }
+
+    @Override
+    public String toString() {
+      return "DirectOutputStream[" + path + "]";
+    }
+  }
+}

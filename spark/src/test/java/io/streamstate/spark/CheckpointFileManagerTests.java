@@ -1,0 +1,302 @@
+package io.streamstate.spark;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+
+/**
+ * The {@code createAtomic} contract of {@link RenameFreeCheckpointFileManager} on one store, and
+ * two "drivers" racing for the same offset-log entry. Subclasses give the store (local disk, HDFS,
+ * S3A). No Spark session: Spark's own callers ({@code HDFSMetadataLog.write}) are imitated by
+ * {@link #write}.
+ */
+abstract class CheckpointFileManagerTests {
+  static final int RACE_ROUNDS = 100;
+
+  /** A directory of the store under test that no other test uses. */
+  protected abstract Path newRoot(String testName) throws IOException;
+
+  /** The configuration a manager is made with (as Spark gives it). */
+  protected abstract Configuration conf();
+
+  /**
+   * The configuration of a second, independent driver: its own file system client (own connections
+   * and, on HDFS, its own lease holder).
+   */
+  protected abstract Configuration independentClientConf();
+
+  /** How the store is named in summary lines. */
+  protected abstract String storeName();
+
+  private Path root;
+  private RenameFreeCheckpointFileManager fm;
+  private ExecutorService pool;
+
+  @BeforeEach
+  void setUpManager(TestInfo info) throws IOException {
+    root = newRoot(info.getTestMethod().orElseThrow().getName());
+    fm = new RenameFreeCheckpointFileManager(root, conf());
+    fm.createCheckpointDirectory();
+    pool = Executors.newFixedThreadPool(8);
+  }
+
+  @AfterEach
+  void tearDownManager() throws InterruptedException {
+    pool.shutdownNow();
+    pool.awaitTermination(30, TimeUnit.SECONDS);
+    fm.close();
+  }
+
+  /** As {@code HDFSMetadataLog.write}: create, write, close; cancel on any failure. */
+  static void write(CheckpointFileManager fm, Path path, byte[] bytes, boolean overwrite)
+      throws IOException {
+    CancellableFSDataOutputStream out = fm.createAtomic(path, overwrite);
+    try {
+      out.write(bytes);
+      out.close();
+    } catch (Throwable e) {
+      out.cancel();
+      throw e;
+    }
+  }
+
+  static byte[] read(CheckpointFileManager fm, Path path) throws IOException {
+    try (InputStream in = fm.open(path)) {
+      return in.readAllBytes();
+    }
+  }
+
+  private static byte[] content(String label, int size) {
+    byte[] b = new byte[size];
+    byte[] l = label.getBytes(UTF_8);
+    for (int i = 0; i < size; i++) {
+      b[i] = l[i % l.length];
+    }
+    return b;
+  }
+
+  @Test
+  void writtenFileIsVisibleWithExactBytesAfterClose() throws IOException {
+    Path path = new Path(root, "offsets/0");
+    byte[] bytes = content("v1\n{\"batchWatermarkMs\":0}\n", 3000);
+    write(fm, path, bytes, false);
+
+    assertThat(fm.exists(path)).isTrue();
+    assertThat(read(fm, path)).isEqualTo(bytes);
+    assertThat(names(fm.list(new Path(root, "offsets")))).containsExactly("0");
+  }
+
+  @Test
+  void createWithoutOverwriteOfExistingFileThrowsFileAlreadyExistsAndKeepsOriginal()
+      throws IOException {
+    Path path = new Path(root, "commits/7");
+    byte[] original = content("original", 500);
+    write(fm, path, original, false);
+
+    assertThatThrownBy(() -> write(fm, path, content("intruder", 700), false))
+        .isInstanceOf(FileAlreadyExistsException.class)
+        .hasMessageContaining("commits/7");
+    assertThat(read(fm, path)).isEqualTo(original);
+    // A second manager (another driver) is refused the same way.
+    RenameFreeCheckpointFileManager other =
+        new RenameFreeCheckpointFileManager(root, independentClientConf());
+    assertThatThrownBy(() -> write(other, path, content("other", 10), false))
+        .isInstanceOf(FileAlreadyExistsException.class);
+    assertThat(read(fm, path)).isEqualTo(original);
+  }
+
+  @Test
+  void cancelLeavesNoFile() throws IOException {
+    Path path = new Path(root, "offsets/3");
+    CancellableFSDataOutputStream out = fm.createAtomic(path, false);
+    out.write(content("partial", 10_000));
+    out.cancel();
+    out.close(); // after cancel: does nothing
+    assertThat(fm.exists(path)).isFalse();
+
+    // The name is free again.
+    byte[] bytes = content("after", 100);
+    write(fm, path, bytes, false);
+    assertThat(read(fm, path)).isEqualTo(bytes);
+  }
+
+  @Test
+  void cancelBeforeAnyWriteLeavesNoFile() throws IOException {
+    Path path = new Path(root, "x/y/empty");
+    fm.createAtomic(path, false).cancel();
+    assertThat(fm.exists(path)).isFalse();
+  }
+
+  @Test
+  void overwriteReplacesContentWithoutThrowing() throws IOException {
+    Path path = new Path(root, "metadata");
+    write(fm, path, content("first", 1000), true);
+    byte[] second = content("second", 200);
+    write(fm, path, second, true);
+    assertThat(read(fm, path)).isEqualTo(second);
+  }
+
+  @Test
+  void deleteIsRecursiveAndSilentWhenMissing() throws IOException {
+    write(fm, new Path(root, "state/0/1/1.delta"), content("d", 10), false);
+    write(fm, new Path(root, "state/0/1/2.delta"), content("d", 10), false);
+    fm.delete(new Path(root, "state"));
+    assertThat(fm.exists(new Path(root, "state"))).isFalse();
+    fm.delete(new Path(root, "state")); // absent: no exception
+    fm.delete(new Path(root, "never/was"));
+  }
+
+  @Test
+  void mkdirsAndListBehaveAsSparksManager() throws IOException {
+    Path dir = new Path(root, "sources/0");
+    fm.mkdirs(dir);
+    assertThat(fm.exists(dir)).isTrue();
+    assertThat(fm.list(dir)).isEmpty();
+    write(fm, new Path(dir, "1"), content("a", 3), false);
+    write(fm, new Path(dir, "2"), content("b", 3), false);
+    assertThat(names(fm.list(dir, p -> p.getName().equals("2")))).containsExactly("2");
+    assertThat(names(fm.list(dir))).containsExactlyInAnyOrder("1", "2");
+  }
+
+  /**
+   * As Spark's ChecksumCheckpointFileManager does: many createAtomic/open at once on one manager.
+   */
+  @Test
+  void concurrentWritesAndReadsFromManyThreadsOnOneManager() throws Exception {
+    int files = 64;
+    List<Future<?>> futures = new ArrayList<>();
+    CountDownLatch start = new CountDownLatch(1);
+    for (int i = 0; i < files; i++) {
+      int n = i;
+      futures.add(
+          pool.submit(
+              () -> {
+                start.await();
+                Path path = new Path(root, "state/0/" + (n % 4) + "/" + n + ".delta");
+                byte[] bytes = content("file-" + n + "-", 2000 + n);
+                write(fm, path, bytes, false);
+                assertThat(read(fm, path)).isEqualTo(bytes);
+                // Half also race a second writer of their own name from another thread: loses.
+                if (n % 2 == 0) {
+                  assertThatThrownBy(() -> write(fm, path, content("late", 5), false))
+                      .isInstanceOf(FileAlreadyExistsException.class);
+                }
+                return null;
+              }));
+    }
+    start.countDown();
+    for (Future<?> f : futures) {
+      f.get(120, TimeUnit.SECONDS);
+    }
+    int listed = 0;
+    for (int p = 0; p < 4; p++) {
+      listed += fm.list(new Path(root, "state/0/" + p)).length;
+    }
+    assertThat(listed).isEqualTo(files);
+  }
+
+  /**
+   * Two drivers (two managers, two file system clients) write the same offset-log entry with
+   * different content, released together: in every round exactly one wins, the other gets {@link
+   * FileAlreadyExistsException}, and the file holds exactly the winner's bytes.
+   */
+  @Test
+  void racingDriversForOneOffsetLogEntryHaveExactlyOneWinner() throws Exception {
+    RenameFreeCheckpointFileManager a = fm;
+    RenameFreeCheckpointFileManager b =
+        new RenameFreeCheckpointFileManager(root, independentClientConf());
+    Path offsets = new Path(root, "offsets");
+    a.mkdirs(offsets);
+    int aWon = 0;
+    int bWon = 0;
+    int oneWinner = 0;
+    int refusedAtCreate = 0;
+    int refusedAtClose = 0;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+      Path path = new Path(offsets, String.valueOf(round));
+      byte[] bytesA = content("v1\n{\"driver\":\"A\",\"round\":" + round + "}\n", 4096);
+      byte[] bytesB = content("v1\n{\"driver\":\"B\",\"round\":" + round + "}\n", 4096);
+      CountDownLatch go = new CountDownLatch(1);
+      Future<String> fa = pool.submit(() -> race(a, path, bytesA, go));
+      Future<String> fb = pool.submit(() -> race(b, path, bytesB, go));
+      go.countDown();
+      String ra = fa.get(60, TimeUnit.SECONDS);
+      String rb = fb.get(60, TimeUnit.SECONDS);
+      List<String> outcomes = List.of(ra, rb);
+      assertThat(outcomes.stream().filter("won"::equals).count())
+          .as("round %d: outcomes %s", round, outcomes)
+          .isEqualTo(1);
+      oneWinner++;
+      byte[] stored = read(a, path);
+      if (ra.equals("won")) {
+        aWon++;
+        assertThat(stored).as("round %d", round).isEqualTo(bytesA);
+      } else {
+        bWon++;
+        assertThat(stored).as("round %d", round).isEqualTo(bytesB);
+      }
+      String loser = ra.equals("won") ? rb : ra;
+      if (loser.equals("refused at create")) {
+        refusedAtCreate++;
+      } else {
+        refusedAtClose++;
+      }
+    }
+    assertThat(names(a.list(offsets))).hasSize(RACE_ROUNDS);
+    System.out.printf(
+        "RenameFreeCheckpointFileManager race on %s: %d rounds, exactly one winner in %d"
+            + " (A %d, B %d); loser refused at createAtomic in %d, at close in %d%n",
+        storeName(), RACE_ROUNDS, oneWinner, aWon, bWon, refusedAtCreate, refusedAtClose);
+  }
+
+  private static String race(CheckpointFileManager fm, Path path, byte[] bytes, CountDownLatch go)
+      throws Exception {
+    go.await();
+    CancellableFSDataOutputStream out;
+    try {
+      out = fm.createAtomic(path, false);
+    } catch (Exception e) {
+      // The trait declares no checked exceptions; the manager throws the IOException itself.
+      if (e instanceof FileAlreadyExistsException) {
+        return "refused at create";
+      }
+      throw e;
+    }
+    try {
+      out.write(bytes);
+      out.close();
+      return "won";
+    } catch (FileAlreadyExistsException e) {
+      out.cancel();
+      return "refused at close";
+    } catch (Throwable e) {
+      out.cancel();
+      throw e;
+    }
+  }
+
+  private static List<String> names(FileStatus[] statuses) {
+    return Arrays.stream(statuses).map(s -> s.getPath().getName()).toList();
+  }
+}
