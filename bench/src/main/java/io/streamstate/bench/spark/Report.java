@@ -1,0 +1,420 @@
+package io.streamstate.bench.spark;
+
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.awt.Font;
+import java.awt.Graphics2D;
+import java.awt.RenderingHints;
+import java.awt.image.BufferedImage;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import javax.imageio.ImageIO;
+
+/** Reads the per-batch CSV files of a results folder; writes {@code results.md} and PNG charts. */
+final class Report {
+  /** Batches before this id are warm-up (first batch, codegen, state filling) and not counted. */
+  static final int FIRST_MEASURED_BATCH = 2;
+
+  private static final String OURS = "streamstate";
+  private static final Color[] COLORS = {
+    new Color(0xD62728),
+    new Color(0x1F77B4),
+    new Color(0x2CA02C),
+    new Color(0xFF7F0E),
+    new Color(0x7F7F7F)
+  };
+
+  private Report() {}
+
+  record Row(Map<String, String> v) {
+    String s(String k) {
+      return v.getOrDefault(k, "");
+    }
+
+    double d(String k) {
+      String x = v.get(k);
+      return x == null || x.isEmpty() ? Double.NaN : Double.parseDouble(x);
+    }
+  }
+
+  static void write(Path dir, SideBySideBenchmark.Settings settings, long seconds)
+      throws IOException {
+    List<Row> rows = new ArrayList<>();
+    try (Stream<Path> files = Files.list(dir)) {
+      for (Path f : files.filter(p -> p.getFileName().toString().startsWith("batches-")).toList()) {
+        List<String> lines = Files.readAllLines(f);
+        if (lines.isEmpty()) {
+          continue;
+        }
+        String[] header = lines.get(0).split(",", -1);
+        for (String line : lines.subList(1, lines.size())) {
+          String[] cols = line.split(",", -1);
+          Map<String, String> m = new LinkedHashMap<>();
+          for (int i = 0; i < header.length && i < cols.length; i++) {
+            m.put(header[i], cols[i]);
+          }
+          rows.add(new Row(m));
+        }
+      }
+    }
+    // group key: workload | keys | storage  ->  provider -> rows
+    Map<String, Map<String, List<Row>>> groups = new TreeMap<>();
+    for (Row r : rows) {
+      String g = r.s("workload") + "|" + r.s("keys") + "|" + r.s("storage");
+      groups
+          .computeIfAbsent(g, k -> new TreeMap<>(Report::providerOrder))
+          .computeIfAbsent(r.s("provider"), k -> new ArrayList<>())
+          .add(r);
+    }
+    Path charts = dir.resolve("charts");
+    Files.createDirectories(charts);
+    StringBuilder md = new StringBuilder();
+    md.append(
+        "# Side-by-side benchmark: streamstate vs Spark 4.2 built-in state store providers\n\n");
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "Mode **%s**: %d round(s), %d steady batches per run (batches %d+ counted), %d shuffle"
+                + " partitions, local[2], simulated stalls scaled by %.1f. Total run time %d s"
+                + " (%s).%n%n",
+            settings.mode,
+            settings.rounds,
+            settings.batches(settings.keySizes.get(0)),
+            FIRST_MEASURED_BATCH,
+            settings.shufflePartitions,
+            settings.stallScale,
+            seconds,
+            System.getProperty("os.name")
+                + ", "
+                + Runtime.getRuntime().availableProcessors()
+                + " cores"));
+    md.append(
+        "Batch duration = `triggerExecution` (ms). ×ours = this provider's figure divided by"
+            + " streamstate's in the same group (>1: streamstate is faster). commit = state"
+            + " `commitTimeMs` summed over partitions and operators (phases differ per provider)."
+            + " req/batch = simulated storage requests per batch"
+            + " (create/write/open/rename/delete/mkdirs/status/list summed), files = files written"
+            + " per batch, MB = MB written per batch (simulated storages only). heap = JVM heap"
+            + " used after the batch (MB, p50, whole JVM). recovery = ms from start() of the"
+            + " restarted query to the end of its first batch (median over rounds). rows/s ="
+            + " input rows / sum of batch durations (trigger back to back).\n\n");
+    md.append(
+        "| workload | keys | storage | provider | n | p50 | p95 | p99 | max | p50 ×ours | p99"
+            + " ×ours | commit p50 | addBatch p50 | req/batch | files | MB | heap | state rows |"
+            + " recovery | rows/s |\n");
+    md.append(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
+      String[] key = g.getKey().split("\\|");
+      Map<String, double[]> durations = new LinkedHashMap<>();
+      Map<String, List<Row>> steadyByProvider = new LinkedHashMap<>();
+      for (Map.Entry<String, List<Row>> p : g.getValue().entrySet()) {
+        List<Row> steady =
+            p.getValue().stream()
+                .filter(r -> r.s("phase").equals("steady"))
+                .filter(r -> r.d("batchId") >= FIRST_MEASURED_BATCH)
+                .toList();
+        steadyByProvider.put(p.getKey(), steady);
+        durations.put(p.getKey(), sorted(steady.stream().mapToDouble(r -> r.d("triggerMs"))));
+      }
+      double[] ours = durations.get(OURS);
+      for (Map.Entry<String, List<Row>> p : g.getValue().entrySet()) {
+        String provider = p.getKey();
+        List<Row> steady = steadyByProvider.get(provider);
+        double[] t = durations.get(provider);
+        List<Row> recovery =
+            p.getValue().stream().filter(r -> r.s("phase").equals("recovery")).toList();
+        double requests =
+            mean(
+                steady.stream()
+                    .mapToDouble(
+                        r ->
+                            r.d("create")
+                                + r.d("write")
+                                + r.d("open")
+                                + r.d("rename")
+                                + r.d("delete")
+                                + r.d("mkdirs")
+                                + r.d("status")
+                                + r.d("list")));
+        double rowsIn = steady.stream().mapToDouble(r -> r.d("inputRows")).sum();
+        double msTotal = steady.stream().mapToDouble(r -> r.d("triggerMs")).sum();
+        md.append(
+            String.join(
+                    " | ",
+                    "| " + key[0],
+                    humanKeys(key[1]),
+                    key[2],
+                    provider.equals(OURS) ? "**" + OURS + "**" : provider,
+                    Integer.toString(t.length),
+                    ms(pct(t, 50)),
+                    ms(pct(t, 95)),
+                    ms(pct(t, 99)),
+                    ms(pct(t, 100)),
+                    ratio(pct(t, 50), ours == null ? Double.NaN : pct(ours, 50)),
+                    ratio(pct(t, 99), ours == null ? Double.NaN : pct(ours, 99)),
+                    ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("commitMs"))), 50)),
+                    ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("addBatchMs"))), 50)),
+                    num(requests),
+                    num(mean(steady.stream().mapToDouble(r -> r.d("filesWritten")))),
+                    num(mean(steady.stream().mapToDouble(r -> r.d("bytesWritten"))) / 1e6),
+                    ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("heapMb"))), 50)),
+                    ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("stateRows"))), 100)),
+                    recovery.isEmpty()
+                        ? "–"
+                        : ms(
+                            pct(
+                                sorted(recovery.stream().mapToDouble(r -> r.d("sinceStartMs"))),
+                                50)),
+                    msTotal > 0 ? ms(rowsIn * 1000 / msTotal) : "–")
+                + " |\n");
+      }
+      String base = (key[0] + "-" + humanKeys(key[1]) + "-" + key[2]).replace('/', '_');
+      cdfChart(charts.resolve("cdf-" + base + ".png"), g.getKey().replace('|', ' '), durations);
+      timeChart(
+          charts.resolve("timeline-" + base + ".png"), g.getKey().replace('|', ' '), g.getValue());
+    }
+    md.append(
+        "\nCharts: `charts/cdf-<workload>-<keys>-<storage>.png` (batch duration CDF per provider,"
+            + " log x) and `charts/timeline-<...>.png` (batch duration per batch id, every round,"
+            + " steady phase incl. warm-up). Raw data: `batches-round<N>.csv`, `runs.csv`.\n");
+    Files.writeString(dir.resolve("results.md"), md.toString());
+  }
+
+  private static int providerOrder(String a, String b) {
+    return Integer.compare(providerIndex(a), providerIndex(b));
+  }
+
+  private static int providerIndex(String label) {
+    SideBySideBenchmark.Provider[] all = SideBySideBenchmark.Provider.values();
+    for (int i = 0; i < all.length; i++) {
+      if (all[i].label.equals(label)) {
+        return i;
+      }
+    }
+    return all.length;
+  }
+
+  private static String humanKeys(String keys) {
+    long k = Long.parseLong(keys);
+    return k >= 1_000_000 ? k / 1_000_000 + "M" : k / 1000 + "k";
+  }
+
+  private static double[] sorted(java.util.stream.DoubleStream s) {
+    double[] a = s.filter(x -> !Double.isNaN(x)).toArray();
+    Arrays.sort(a);
+    return a;
+  }
+
+  private static double mean(java.util.stream.DoubleStream s) {
+    return s.filter(x -> !Double.isNaN(x)).average().orElse(Double.NaN);
+  }
+
+  /** Nearest-rank percentile of a sorted array (p=100: max). */
+  static double pct(double[] sorted, double p) {
+    if (sorted.length == 0) {
+      return Double.NaN;
+    }
+    int rank = (int) Math.ceil(p / 100.0 * sorted.length);
+    return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
+  }
+
+  private static String ms(double x) {
+    return Double.isNaN(x) ? "–" : String.format(Locale.ROOT, "%.0f", x);
+  }
+
+  private static String num(double x) {
+    if (Double.isNaN(x)) {
+      return "–";
+    }
+    return String.format(Locale.ROOT, x >= 100 ? "%.0f" : x >= 10 ? "%.1f" : "%.2f", x);
+  }
+
+  private static String ratio(double x, double ours) {
+    if (Double.isNaN(x) || Double.isNaN(ours) || ours <= 0) {
+      return "–";
+    }
+    return String.format(Locale.ROOT, "%.2f", x / ours);
+  }
+
+  // ---- charts (plain Java2D) ----
+
+  private static final int W = 900;
+  private static final int H = 520;
+  private static final int L = 80;
+  private static final int R = 200;
+  private static final int T = 40;
+  private static final int B = 60;
+
+  private static void cdfChart(Path file, String title, Map<String, double[]> durations)
+      throws IOException {
+    double max = 1;
+    double min = Double.MAX_VALUE;
+    for (double[] d : durations.values()) {
+      for (double x : d) {
+        max = Math.max(max, x);
+        min = Math.min(min, Math.max(1, x));
+      }
+    }
+    if (min == Double.MAX_VALUE) {
+      min = 1;
+    }
+    double lo = Math.log10(Math.max(1, min * 0.8));
+    double hi = Math.log10(max * 1.2);
+    if (hi - lo < 0.5) {
+      hi = lo + 0.5;
+    }
+    BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
+    Graphics2D g =
+        frame(
+            img,
+            "Batch duration CDF: " + title,
+            "batch duration (ms, log scale)",
+            "fraction of batches");
+    // axes ticks
+    for (int e = (int) Math.floor(lo); e <= Math.ceil(hi); e++) {
+      for (int m : new int[] {1, 2, 5}) {
+        double v = m * Math.pow(10, e);
+        double lv = Math.log10(v);
+        if (lv < lo || lv > hi) {
+          continue;
+        }
+        int x = L + (int) ((lv - lo) / (hi - lo) * (W - L - R));
+        g.setColor(new Color(0xE0E0E0));
+        g.drawLine(x, T, x, H - B);
+        g.setColor(Color.DARK_GRAY);
+        g.drawString(String.format(Locale.ROOT, "%.0f", v), x - 10, H - B + 18);
+      }
+    }
+    for (int i = 0; i <= 4; i++) {
+      int y = H - B - i * (H - T - B) / 4;
+      g.setColor(new Color(0xE0E0E0));
+      g.drawLine(L, y, W - R, y);
+      g.setColor(Color.DARK_GRAY);
+      g.drawString(String.format(Locale.ROOT, "%.2f", i / 4.0), L - 40, y + 4);
+    }
+    int s = 0;
+    for (Map.Entry<String, double[]> e : durations.entrySet()) {
+      Color c = COLORS[Math.min(providerIndex(e.getKey()), COLORS.length - 1)];
+      double[] d = e.getValue();
+      g.setColor(c);
+      g.setStroke(new BasicStroke(e.getKey().equals(OURS) ? 3f : 2f));
+      int px = -1;
+      int py = H - B;
+      for (int i = 0; i < d.length; i++) {
+        int x = L + (int) ((Math.log10(Math.max(1, d[i])) - lo) / (hi - lo) * (W - L - R));
+        int y = H - B - (int) ((i + 1.0) / d.length * (H - T - B));
+        if (px >= 0) {
+          g.drawLine(px, py, x, py); // step
+          g.drawLine(x, py, x, y);
+        } else {
+          g.drawLine(x, H - B, x, y);
+        }
+        px = x;
+        py = y;
+      }
+      legend(g, s++, e.getKey() + " (n=" + d.length + ")", c);
+    }
+    g.dispose();
+    ImageIO.write(img, "png", file.toFile());
+  }
+
+  private static void timeChart(Path file, String title, Map<String, List<Row>> byProvider)
+      throws IOException {
+    double maxY = 1;
+    double maxX = 1;
+    for (List<Row> rows : byProvider.values()) {
+      for (Row r : rows) {
+        if (r.s("phase").equals("steady")) {
+          maxY = Math.max(maxY, r.d("triggerMs"));
+          maxX = Math.max(maxX, r.d("batchId"));
+        }
+      }
+    }
+    maxY *= 1.1;
+    BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
+    Graphics2D g =
+        frame(img, "Batch duration over time: " + title, "batch id", "batch duration (ms)");
+    for (int i = 0; i <= 5; i++) {
+      int y = H - B - i * (H - T - B) / 5;
+      g.setColor(new Color(0xE0E0E0));
+      g.drawLine(L, y, W - R, y);
+      g.setColor(Color.DARK_GRAY);
+      g.drawString(String.format(Locale.ROOT, "%.0f", maxY * i / 5), L - 50, y + 4);
+    }
+    for (int b = 0; b <= maxX; b += Math.max(1, (int) maxX / 10)) {
+      int x = L + (int) (b / maxX * (W - L - R));
+      g.drawString(Integer.toString(b), x - 4, H - B + 18);
+    }
+    int s = 0;
+    for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
+      Color c = COLORS[Math.min(providerIndex(e.getKey()), COLORS.length - 1)];
+      g.setColor(c);
+      g.setStroke(new BasicStroke(e.getKey().equals(OURS) ? 3f : 2f));
+      Map<String, List<double[]>> byRound = new TreeMap<>();
+      for (Row r : e.getValue()) {
+        if (r.s("phase").equals("steady")) {
+          byRound
+              .computeIfAbsent(r.s("round"), k -> new ArrayList<>())
+              .add(new double[] {r.d("batchId"), r.d("triggerMs")});
+        }
+      }
+      for (List<double[]> pts : byRound.values()) {
+        pts.sort((a, b) -> Double.compare(a[0], b[0]));
+        int px = -1;
+        int py = -1;
+        for (double[] pt : pts) {
+          int x = L + (int) (pt[0] / maxX * (W - L - R));
+          int y = H - B - (int) (pt[1] / maxY * (H - T - B));
+          g.fillOval(x - 3, y - 3, 6, 6);
+          if (px >= 0) {
+            g.drawLine(px, py, x, y);
+          }
+          px = x;
+          py = y;
+        }
+      }
+      legend(g, s++, e.getKey(), c);
+    }
+    g.dispose();
+    ImageIO.write(img, "png", file.toFile());
+  }
+
+  private static Graphics2D frame(BufferedImage img, String title, String xLabel, String yLabel) {
+    Graphics2D g = img.createGraphics();
+    g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
+    g.setRenderingHint(
+        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
+    g.setColor(Color.WHITE);
+    g.fillRect(0, 0, W, H);
+    g.setColor(Color.BLACK);
+    g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 15));
+    g.drawString(title, L, 25);
+    g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
+    g.drawRect(L, T, W - L - R, H - T - B);
+    g.drawString(xLabel, L + (W - L - R) / 2 - 60, H - 15);
+    Graphics2D rot = (Graphics2D) g.create();
+    rot.rotate(-Math.PI / 2);
+    rot.drawString(yLabel, -(T + (H - T - B) / 2) - 50, 18);
+    rot.dispose();
+    return g;
+  }
+
+  private static void legend(Graphics2D g, int i, String label, Color c) {
+    int x = W - R + 15;
+    int y = T + 10 + i * 22;
+    g.setColor(c);
+    g.fillRect(x, y, 18, 10);
+    g.setColor(Color.BLACK);
+    g.drawString(label, x + 24, y + 10);
+  }
+}

@@ -1,0 +1,624 @@
+package io.streamstate.bench.spark;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.StateOperatorProgress;
+import org.apache.spark.sql.streaming.StreamingQuery;
+import org.apache.spark.sql.streaming.StreamingQueryListener;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
+
+/**
+ * Side-by-side benchmark of streamstate's provider and Spark 4.2's built-in providers: same
+ * queries, same deterministic input, same (simulated) storage.
+ *
+ * <pre>
+ * SideBySideBenchmark --mode short|full [--out DIR] [--rounds N] [--batches N]
+ *                     [--storages local,s3,...] [--workloads window-agg,...]
+ * </pre>
+ *
+ * <p>The process started by the user is the orchestrator: it creates {@code DIR/<timestamp>/},
+ * starts one child JVM per round (same class path, same JVM flags, {@code -Xmx} from {@code
+ * -Dbench.childXmx}), and when all rounds are done writes {@code results.md} and the charts. A
+ * child runs every cell of its round in one Spark session ({@code local[2]}), each cell on a fresh
+ * checkpoint, providers innermost so that they alternate (A B C D E A B C D E ...), the provider
+ * order rotated by one each round.
+ */
+public final class SideBySideBenchmark {
+  static final String[] CSV_COLUMNS = {
+    "round",
+    "cell",
+    "provider",
+    "workload",
+    "keys",
+    "storage",
+    "phase",
+    "batchId",
+    "triggerMs",
+    "addBatchMs",
+    "commitMs",
+    "stateRows",
+    "inputRows",
+    "heapMb",
+    "create",
+    "write",
+    "open",
+    "rename",
+    "delete",
+    "mkdirs",
+    "status",
+    "list",
+    "filesWritten",
+    "bytesWritten",
+    "bytesRead",
+    "delayMs",
+    "sinceStartMs"
+  };
+
+  private static final String[] OP_COUNTERS = {
+    "create",
+    "write",
+    "open",
+    "rename",
+    "delete",
+    "mkdirs",
+    "status",
+    "list",
+    "filesWritten",
+    "bytesWritten",
+    "bytesRead",
+    "delayMs"
+  };
+
+  private SideBySideBenchmark() {}
+
+  public static void main(String[] args) throws Exception {
+    Settings settings = Settings.parse(args);
+    if (settings.childRound >= 0) {
+      runRound(settings);
+      return;
+    }
+    Path base = Paths.get(settings.out).toAbsolutePath();
+    Path dir =
+        base.resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+    Files.createDirectories(dir);
+    long start = System.nanoTime();
+    System.out.printf(
+        "side-by-side benchmark, %s mode: %d round(s), %d cells each, results in %s%n",
+        settings.mode, settings.rounds, settings.cells(0).size(), dir);
+    for (int round = 0; round < settings.rounds; round++) {
+      forkRound(settings, dir, round);
+    }
+    long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
+    Report.write(dir, settings, seconds);
+    System.out.printf("done in %d s: %s%n", seconds, dir.resolve("results.md"));
+  }
+
+  private static void forkRound(Settings settings, Path dir, int round) throws Exception {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+    for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+      if (!arg.startsWith("-Xmx")
+          && !arg.startsWith("-agentlib")
+          && !arg.startsWith("-javaagent")) {
+        cmd.add(arg);
+      }
+    }
+    cmd.add("-Xmx" + System.getProperty("bench.childXmx", "6g"));
+    cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(SideBySideBenchmark.class.getName());
+    cmd.addAll(settings.args);
+    cmd.add("--child-round");
+    cmd.add(Integer.toString(round));
+    cmd.add("--dir");
+    cmd.add(dir.toString());
+    ProcessBuilder pb = new ProcessBuilder(cmd).inheritIO();
+    pb.redirectError(ProcessBuilder.Redirect.appendTo(dir.resolve("spark-stderr.log").toFile()));
+    pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    int rc = pb.start().waitFor();
+    if (rc != 0) {
+      System.out.printf("round %d: child JVM exited with %d (see spark-stderr.log)%n", round, rc);
+    }
+  }
+
+  // ---- one round, in a child JVM ----
+
+  private static void runRound(Settings settings) throws Exception {
+    Path dir = Paths.get(settings.dir);
+    int round = settings.childRound;
+    SparkSession spark =
+        SparkSession.builder()
+            .master("local[2]")
+            .appName("streamstate-side-by-side")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.shuffle.partitions", Integer.toString(settings.shufflePartitions))
+            .config("spark.sql.adaptive.enabled", "false")
+            // Built-ins as a tuned user runs them on a Hadoop file system: no process per file.
+            .config(
+                "spark.sql.streaming.checkpointFileManagerClass",
+                "org.apache.spark.sql.execution.streaming.checkpointing."
+                    + "FileSystemBasedCheckpointFileManager")
+            // Maintenance (snapshots, cleanup) often enough to fall inside short runs, for all.
+            .config("spark.sql.streaming.stateStore.maintenanceInterval", "5s")
+            .config("spark.hadoop.fs.simfs.impl", SimulatedFileSystem.class.getName())
+            .config("spark.hadoop.fs.simfs.seed", Long.toString(42 + round))
+            .config("spark.hadoop.fs.simfs.stallScale", Double.toString(settings.stallScale))
+            .getOrCreate();
+    spark.sparkContext().setLogLevel("ERROR");
+    Recorder recorder = new Recorder();
+    spark.streams().addListener(recorder);
+
+    Path csv = dir.resolve("batches-round" + round + ".csv");
+    Path runs = dir.resolve("runs.csv");
+    try (PrintWriter out =
+        new PrintWriter(
+            Files.newBufferedWriter(
+                csv, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING))) {
+      out.println(String.join(",", CSV_COLUMNS));
+      List<Cell> cells = settings.cells(round);
+      warmUp(spark, recorder, settings, dir, round);
+      int i = 0;
+      for (Cell cell : cells) {
+        i++;
+        long t0 = System.nanoTime();
+        String outcome;
+        try {
+          outcome = runCell(spark, recorder, settings, dir, round, cell, out);
+        } catch (Exception | Error e) {
+          outcome = "failed: " + e.toString().replace('\n', ' ').replace(',', ';');
+          e.printStackTrace();
+        }
+        out.flush();
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        System.out.printf(
+            "round %d cell %2d/%d %-18s %-10s %4dk %-14s %6d ms  %s%n",
+            round,
+            i,
+            cells.size(),
+            cell.provider.label,
+            cell.workload.label,
+            cell.keys / 1000,
+            cell.storage,
+            ms,
+            outcome);
+        Files.writeString(
+            runs,
+            String.join(
+                    ",",
+                    Integer.toString(round),
+                    cell.id,
+                    cell.provider.label,
+                    cell.workload.label,
+                    Long.toString(cell.keys),
+                    cell.storage,
+                    Long.toString(ms),
+                    outcome)
+                + "\n",
+            StandardOpenOption.CREATE,
+            StandardOpenOption.APPEND);
+        deleteQuietly(dir.resolve("checkpoints").resolve(cell.id + "-r" + round));
+      }
+    }
+    spark.stop();
+    deleteQuietly(dir.resolve("checkpoints"));
+  }
+
+  /**
+   * Runs every workload briefly (small state, local disk, not recorded) so that class loading and
+   * code generation do not land on whichever provider happens to run first.
+   */
+  private static void warmUp(
+      SparkSession spark, Recorder recorder, Settings settings, Path dir, int round)
+      throws Exception {
+    long t0 = System.nanoTime();
+    // Each workload once (code generation), the providers in turn (class and native loading).
+    List<Provider> providers = List.of(Provider.STREAMSTATE, Provider.HDFS, Provider.ROCKSDB);
+    for (int i = 0; i < Math.max(providers.size(), settings.workloads.size()); i++) {
+      Provider provider = providers.get(i % providers.size());
+      Workload w = settings.workloads.get(i % settings.workloads.size());
+      {
+        Cell cell =
+            new Cell("warmup-" + provider.label + "-" + w.label, provider, w, 10_000, "local");
+        spark.conf().set("spark.sql.streaming.stateStore.providerClass", provider.className);
+        Path checkpoint = dir.resolve("checkpoints").resolve(cell.id() + "-r" + round);
+        runQuery(
+            spark,
+            recorder,
+            settings,
+            cell,
+            round,
+            checkpoint.toUri().toString(),
+            null,
+            "warmup",
+            3,
+            120_000,
+            null);
+        deleteRecursively(checkpoint);
+      }
+    }
+    System.out.printf(
+        "round %d warm-up: %d ms%n", round, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+  }
+
+  private static String runCell(
+      SparkSession spark,
+      Recorder recorder,
+      Settings settings,
+      Path dir,
+      int round,
+      Cell cell,
+      PrintWriter out)
+      throws Exception {
+    spark.conf().set("spark.sql.streaming.stateStore.providerClass", cell.provider.className);
+    spark
+        .conf()
+        .set(
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+            Boolean.toString(cell.provider.changelog));
+    Path checkpointDir = dir.resolve("checkpoints").resolve(cell.id + "-r" + round);
+    String authority = null;
+    String checkpoint;
+    if (cell.provider.discardsState || !cell.storage.equals("local")) {
+      // One authority per cell and round: fresh counters and a freshly seeded latency model.
+      String profile = cell.storage.equals("local") ? "none" : cell.storage;
+      authority =
+          profile + (cell.provider.discardsState ? "-nostate" : "") + ".c" + cell.id + "r" + round;
+      checkpoint = "simfs://" + authority + checkpointDir;
+    } else {
+      checkpoint = checkpointDir.toUri().toString();
+    }
+    int batches = settings.batches(cell.keys);
+    long timeoutMs = settings.cellTimeoutMs(cell.keys);
+    String steady =
+        runQuery(
+            spark,
+            recorder,
+            settings,
+            cell,
+            round,
+            checkpoint,
+            authority,
+            "steady",
+            batches,
+            timeoutMs,
+            out);
+    if (cell.provider.discardsState) {
+      return steady;
+    }
+    String recovery =
+        runQuery(
+            spark,
+            recorder,
+            settings,
+            cell,
+            round,
+            checkpoint,
+            authority,
+            "recovery",
+            1,
+            timeoutMs,
+            out);
+    return steady + "; recovery " + recovery;
+  }
+
+  private static String runQuery(
+      SparkSession spark,
+      Recorder recorder,
+      Settings settings,
+      Cell cell,
+      int round,
+      String checkpoint,
+      String authority,
+      String phase,
+      int batches,
+      long timeoutMs,
+      PrintWriter out)
+      throws Exception {
+    String name = "c" + cell.id + "r" + round + "-" + phase;
+    Recording rec = new Recording(name, batches, authority, Instant.now().toEpochMilli());
+    recorder.current = rec;
+    StreamingQuery query =
+        cell.workload
+            .build(spark, cell.keys, settings.rowsPerBatch(cell.keys))
+            .writeStream()
+            .queryName(name)
+            .format("noop")
+            .outputMode("append")
+            .option("checkpointLocation", checkpoint)
+            .start();
+    long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    boolean complete = false;
+    while (!complete && query.isActive() && System.nanoTime() < until) {
+      complete = rec.done.await(200, TimeUnit.MILLISECONDS);
+    }
+    // Stop between two batches if one comes soon; else interrupt the running one, as a crash or
+    // redeploy would (the restarted query redoes it): the trigger runs back to back.
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300);
+    while (query.status().isTriggerActive() && System.nanoTime() < deadline) {
+      Thread.sleep(1);
+    }
+    query.stop();
+    recorder.current = null;
+    String result;
+    if (complete) {
+      // An exception now comes from the stop interrupting the batch after the last recorded one.
+      result = query.exception().isDefined() ? "ok (stop interrupted a batch)" : "ok";
+    } else if (query.exception().isDefined()) {
+      String message = String.valueOf(query.exception().get().getMessage());
+      result = "error " + message.split("\n")[0].replace(',', ';');
+    } else {
+      result = "timeout";
+    }
+    synchronized (rec) {
+      if (out == null) {
+        return result;
+      }
+      for (Map<String, Object> row : rec.rows) {
+        row.put("round", round);
+        row.put("cell", cell.id);
+        row.put("provider", cell.provider.label);
+        row.put("workload", cell.workload.label);
+        row.put("keys", cell.keys);
+        row.put("storage", cell.storage);
+        row.put("phase", phase);
+        List<String> values = new ArrayList<>();
+        for (String c : CSV_COLUMNS) {
+          Object v = row.get(c);
+          values.add(v == null ? "" : v.toString());
+        }
+        out.println(String.join(",", values));
+      }
+      return result + " (" + rec.rows.size() + " batches)";
+    }
+  }
+
+  /** One query's progress records. */
+  private static final class Recording {
+    final String name;
+    final CountDownLatch done;
+    final String authority;
+    final long startEpochMs;
+    final List<Map<String, Object>> rows = new ArrayList<>();
+    Map<String, Long> lastCounters;
+
+    Recording(String name, int batches, String authority, long startEpochMs) {
+      this.name = name;
+      this.done = new CountDownLatch(batches);
+      this.authority = authority;
+      this.startEpochMs = startEpochMs;
+      this.lastCounters =
+          authority == null ? null : SimulatedFileSystem.counters(authority).snapshot();
+    }
+  }
+
+  /** Records every progress of the current query. */
+  private static final class Recorder extends StreamingQueryListener {
+    volatile Recording current;
+
+    @Override
+    public void onQueryStarted(QueryStartedEvent event) {}
+
+    @Override
+    public void onQueryProgress(QueryProgressEvent event) {
+      StreamingQueryProgress p = event.progress();
+      Recording rec = current;
+      if (rec == null || !rec.name.equals(p.name())) {
+        return;
+      }
+      Map<String, Long> d = p.durationMs();
+      Map<String, Object> row = new HashMap<>();
+      row.put("batchId", p.batchId());
+      row.put("triggerMs", d.getOrDefault("triggerExecution", 0L));
+      row.put("addBatchMs", d.getOrDefault("addBatch", 0L));
+      long commit = 0;
+      long stateRows = 0;
+      for (StateOperatorProgress op : p.stateOperators()) {
+        commit += op.commitTimeMs();
+        stateRows += op.numRowsTotal();
+      }
+      row.put("commitMs", commit);
+      row.put("stateRows", stateRows);
+      row.put("inputRows", p.numInputRows());
+      Runtime rt = Runtime.getRuntime();
+      row.put("heapMb", (rt.totalMemory() - rt.freeMemory()) >> 20);
+      long end =
+          Instant.parse(p.timestamp()).toEpochMilli() + d.getOrDefault("triggerExecution", 0L);
+      row.put("sinceStartMs", end - rec.startEpochMs);
+      synchronized (rec) {
+        if (rec.authority != null) {
+          Map<String, Long> now = SimulatedFileSystem.counters(rec.authority).snapshot();
+          for (String k : OP_COUNTERS) {
+            row.put(k, now.getOrDefault(k, 0L) - rec.lastCounters.getOrDefault(k, 0L));
+          }
+          rec.lastCounters = now;
+        }
+        if (rec.done.getCount() > 0) {
+          rec.rows.add(row);
+        }
+      }
+      rec.done.countDown();
+    }
+
+    @Override
+    public void onQueryTerminated(QueryTerminatedEvent event) {}
+  }
+
+  // ---- the matrix ----
+
+  enum Provider {
+    STREAMSTATE("streamstate", "io.streamstate.spark.StreamStateProvider", false, false),
+    HDFS(
+        "hdfs",
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+        false,
+        false),
+    ROCKSDB(
+        "rocksdb",
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        false,
+        false),
+    ROCKSDB_CHANGELOG(
+        "rocksdb-changelog",
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        true,
+        false),
+    NO_DURABILITY("no-durability", "io.streamstate.spark.StreamStateProvider", false, true);
+
+    final String label;
+    final String className;
+    final boolean changelog;
+    final boolean discardsState;
+
+    Provider(String label, String className, boolean changelog, boolean discardsState) {
+      this.label = label;
+      this.className = className;
+      this.changelog = changelog;
+      this.discardsState = discardsState;
+    }
+  }
+
+  record Cell(String id, Provider provider, Workload workload, long keys, String storage) {}
+
+  /** Mode and overrides. */
+  static final class Settings {
+    final List<String> args = new ArrayList<>();
+    String mode = "short";
+    String out = "bench/target/results";
+    String dir;
+    int childRound = -1;
+    int rounds;
+    Integer batchesOverride;
+    List<String> storages = List.of("local", "slow-datanode", "busy-namenode", "s3");
+    List<Workload> workloads = List.of(Workload.values());
+    List<Long> keySizes;
+    int shufflePartitions = 4;
+    double stallScale;
+
+    static Settings parse(String[] argv) {
+      Settings s = new Settings();
+      for (int i = 0; i < argv.length; i++) {
+        String a = argv[i];
+        String v = i + 1 < argv.length ? argv[i + 1] : null;
+        switch (a) {
+          case "--mode" -> s.mode = v;
+          case "--out" -> s.out = v;
+          case "--dir" -> s.dir = v;
+          case "--child-round" -> s.childRound = Integer.parseInt(v);
+          case "--rounds" -> s.rounds = Integer.parseInt(v);
+          case "--batches" -> s.batchesOverride = Integer.parseInt(v);
+          case "--storages" -> s.storages = List.of(v.split(","));
+          case "--workloads" ->
+              s.workloads = Stream.of(v.split(",")).map(Workload::byLabel).toList();
+          case "--shuffle-partitions" -> s.shufflePartitions = Integer.parseInt(v);
+          default -> throw new IllegalArgumentException("Unknown argument " + a);
+        }
+        i++;
+        if (!a.equals("--child-round") && !a.equals("--dir")) {
+          s.args.add(a);
+          s.args.add(v);
+        }
+      }
+      boolean full = s.mode.equals("full");
+      if (!full && !s.mode.equals("short")) {
+        throw new IllegalArgumentException("--mode is short or full, not " + s.mode);
+      }
+      if (s.rounds == 0) {
+        s.rounds = full ? 3 : 1;
+      }
+      s.keySizes = full ? List.of(100_000L, 10_000_000L) : List.of(50_000L);
+      s.stallScale = full ? 1.0 : 0.1;
+      for (String storage : s.storages) {
+        if (!storage.equals("local") && !LatencyModel.isKnown(storage)) {
+          throw new IllegalArgumentException("Unknown storage " + storage);
+        }
+      }
+      return s;
+    }
+
+    boolean full() {
+      return mode.equals("full");
+    }
+
+    int batches(long keys) {
+      if (batchesOverride != null) {
+        return batchesOverride;
+      }
+      if (!full()) {
+        return 6;
+      }
+      return keys > 1_000_000 ? 40 : 30;
+    }
+
+    long rowsPerBatch(long keys) {
+      return keys > 1_000_000 ? 500_000 : keys / 5;
+    }
+
+    long cellTimeoutMs(long keys) {
+      return (keys > 1_000_000 ? 60_000L : 15_000L) * (batches(keys) + 4);
+    }
+
+    /** The cells of one round, providers innermost, their order rotated by {@code round}. */
+    List<Cell> cells(int round) {
+      List<Cell> cells = new ArrayList<>();
+      Provider[] providers = Provider.values();
+      int n = 0;
+      for (long keys : keySizes) {
+        for (String storage : storages) {
+          for (Workload w : workloads) {
+            for (int p = 0; p < providers.length; p++) {
+              Provider provider = providers[(p + round) % providers.length];
+              cells.add(
+                  new Cell(String.format(Locale.ROOT, "%03d", n++), provider, w, keys, storage));
+            }
+          }
+        }
+      }
+      return cells;
+    }
+  }
+
+  /** Best effort: a task of a stopped query may still be writing there. */
+  static void deleteQuietly(Path root) {
+    try {
+      deleteRecursively(root);
+    } catch (UncheckedIOException e) {
+      // left for the end of the round
+    }
+  }
+
+  static void deleteRecursively(Path root) {
+    if (!Files.exists(root)) {
+      return;
+    }
+    try (Stream<Path> walk = Files.walk(root)) {
+      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}

@@ -1,0 +1,456 @@
+package io.streamstate.bench.spark;
+
+import io.streamstate.bench.spark.LatencyModel.Op;
+import java.io.FileNotFoundException;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.OutputStream;
+import java.net.URI;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.CreateFlag;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FSDataOutputStreamBuilder;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.ParentNotDirectoryException;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.util.Progressable;
+
+/**
+ * A bench-only Hadoop file system, scheme {@code simfs}, that stores files on the local disk and
+ * adds latency per operation kind from a seeded {@link LatencyModel}; it counts operations by kind.
+ *
+ * <p>{@code simfs://<profile>[-nostate][.<tag>]/<absolute local path>}: the authority names the
+ * latency profile ({@code none}, {@code slow-datanode}, {@code busy-namenode}, {@code s3}); a
+ * {@code .<tag>} makes a separate instance (own counters, freshly seeded model). A {@code -nostate}
+ * suffix ({@code simfs://s3-nostate/...}) makes it the no-durability baseline: files under a {@code
+ * /state/} directory are accepted and discarded (nothing is created, listings of them are empty),
+ * everything else (Spark's offset and commit logs) is stored as usual.
+ *
+ * <p>Register with {@code
+ * spark.hadoop.fs.simfs.impl=io.streamstate.bench.spark.SimulatedFileSystem}. Settings: {@code
+ * fs.simfs.seed} (default 42), {@code fs.simfs.stallScale} (default 1.0).
+ *
+ * <p>All I/O goes through {@code java.nio} (no child processes, unlike Hadoop's local file system
+ * without its native library), except reads, which use {@link RawLocalFileSystem#open} (no fork).
+ * {@code create(path, overwrite=false)} is atomic ({@code CREATE_NEW}), so it declares the
+ * conditional-create capability that streamstate's {@code HadoopStorage} requires; latency of the
+ * data write is added at {@code close()}, as an object store's PUT or the last packet's ack.
+ */
+public final class SimulatedFileSystem extends FileSystem {
+  public static final String SCHEME = "simfs";
+  private static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
+  private static final String NO_STATE_SUFFIX = "-nostate";
+
+  /**
+   * streamstate's durable files: {@code state/<op>/<partition>[/<store>]/{changelog,snapshot,sst}}
+   * (Spark's own state metadata, such as the schema files, is kept).
+   */
+  private static final java.util.regex.Pattern STREAMSTATE_FILES =
+      java.util.regex.Pattern.compile(
+          "/state/\\d+/\\d+/(?:[^/]+/)?(?:changelog|snapshot|sst)(?:/|$)");
+
+  /** Counters per authority (profile), shared by every instance of it in the JVM. */
+  private static final Map<String, Counters> COUNTERS = new ConcurrentHashMap<>();
+
+  private URI uri;
+  private LatencyModel model;
+  private boolean discardState;
+  private Counters counters;
+  private final RawLocalFileSystem local = new RawLocalFileSystem();
+
+  /** Operation counts, bytes and injected delay of one profile. */
+  public static final class Counters {
+    private final Map<Op, LongAdder> ops = new ConcurrentHashMap<>();
+    final LongAdder bytesWritten = new LongAdder();
+    final LongAdder bytesRead = new LongAdder();
+    final LongAdder filesWritten = new LongAdder();
+    final LongAdder delayMs = new LongAdder();
+
+    Counters() {
+      for (Op op : Op.values()) {
+        ops.put(op, new LongAdder());
+      }
+    }
+
+    /** A snapshot: op counts by lower-case kind, plus bytesWritten, bytesRead, filesWritten. */
+    public Map<String, Long> snapshot() {
+      Map<String, Long> m = new TreeMap<>();
+      ops.forEach((op, n) -> m.put(op.name().toLowerCase(), n.sum()));
+      m.put("bytesWritten", bytesWritten.sum());
+      m.put("bytesRead", bytesRead.sum());
+      m.put("filesWritten", filesWritten.sum());
+      m.put("delayMs", delayMs.sum());
+      return m;
+    }
+  }
+
+  /** The counters of {@code authority} (created empty if nothing used it yet). */
+  public static Counters counters(String authority) {
+    return COUNTERS.computeIfAbsent(authority, a -> new Counters());
+  }
+
+  @Override
+  public void initialize(URI name, Configuration conf) throws IOException {
+    super.initialize(name, conf);
+    String authority = name.getAuthority();
+    if (authority == null) {
+      throw new IOException("simfs needs a profile as authority: simfs://s3/path, got " + name);
+    }
+    this.uri = URI.create(SCHEME + "://" + authority);
+    // <profile>[-nostate][.<anything>]: the part after the first dot only separates instances.
+    int dot = authority.indexOf('.');
+    String kind = dot < 0 ? authority : authority.substring(0, dot);
+    this.discardState = kind.endsWith(NO_STATE_SUFFIX);
+    String profile =
+        discardState ? kind.substring(0, kind.length() - NO_STATE_SUFFIX.length()) : kind;
+    if (profile.equals("local")) {
+      profile = "none";
+    }
+    long seed = conf.getLong("fs.simfs.seed", 42) ^ profile.hashCode();
+    this.model = new LatencyModel(profile, seed, conf.getDouble("fs.simfs.stallScale", 1.0));
+    this.counters = counters(authority);
+    local.initialize(URI.create("file:///"), conf);
+  }
+
+  @Override
+  public String getScheme() {
+    return SCHEME;
+  }
+
+  @Override
+  public URI getUri() {
+    return uri;
+  }
+
+  @Override
+  public Path getWorkingDirectory() {
+    return new Path(uri.toString() + "/");
+  }
+
+  @Override
+  public void setWorkingDirectory(Path dir) {
+    throw new UnsupportedOperationException("simfs has a fixed working directory");
+  }
+
+  @Override
+  public boolean hasPathCapability(Path path, String capability) throws IOException {
+    if (CONDITIONAL_CREATE.equals(capability)) {
+      return true;
+    }
+    return super.hasPathCapability(path, capability);
+  }
+
+  private java.nio.file.Path toLocal(Path path) {
+    Path qualified = makeQualified(path);
+    return java.nio.file.Path.of(qualified.toUri().getPath());
+  }
+
+  private Path toSim(java.nio.file.Path p) {
+    return new Path(SCHEME, uri.getAuthority(), p.toString());
+  }
+
+  private boolean discarded(java.nio.file.Path p) {
+    return discardState && STREAMSTATE_FILES.matcher(p.toString()).find();
+  }
+
+  private void delay(Op op, long bytes) throws IOException {
+    counters.ops.get(op).increment();
+    try {
+      counters.delayMs.add(model.delay(op, bytes));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedIOException("interrupted in simulated " + op);
+    }
+  }
+
+  // ---- create ----
+
+  @Override
+  public FSDataOutputStream create(
+      Path f,
+      FsPermission permission,
+      boolean overwrite,
+      int bufferSize,
+      short replication,
+      long blockSize,
+      Progressable progress)
+      throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    if (discarded(p)) {
+      // Not durable, so no storage latency either, and not counted.
+      return new FSDataOutputStream(OutputStream.nullOutputStream(), null);
+    }
+    delay(Op.CREATE, 0);
+    java.nio.file.Path parent = p.getParent();
+    if (parent != null) {
+      if (Files.isRegularFile(parent)) {
+        throw new ParentNotDirectoryException(parent.toString());
+      }
+      Files.createDirectories(parent);
+    }
+    if (Files.isDirectory(p)) {
+      throw new FileAlreadyExistsException(f + " is a directory");
+    }
+    OutputStream out;
+    try {
+      out =
+          overwrite
+              ? Files.newOutputStream(p)
+              : Files.newOutputStream(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      throw new FileAlreadyExistsException(f + " already exists");
+    }
+    return new FSDataOutputStream(new DelayedCloseStream(out), null);
+  }
+
+  @Override
+  public FSDataOutputStream createNonRecursive(
+      Path f,
+      FsPermission permission,
+      EnumSet<CreateFlag> flags,
+      int bufferSize,
+      short replication,
+      long blockSize,
+      Progressable progress)
+      throws IOException {
+    java.nio.file.Path parent = toLocal(f).getParent();
+    if (parent != null && !Files.isDirectory(parent) && !discarded(toLocal(f))) {
+      throw new FileNotFoundException("Parent directory of " + f + " does not exist");
+    }
+    return create(
+        f,
+        permission,
+        flags.contains(CreateFlag.OVERWRITE),
+        bufferSize,
+        replication,
+        blockSize,
+        progress);
+  }
+
+  /** {@code createFile()}: accepts the conditional-create option (create is atomic anyway). */
+  @Override
+  public FSDataOutputStreamBuilder createFile(Path path) {
+    return new Builder(this, path).create().overwrite(true);
+  }
+
+  private static final class Builder
+      extends FSDataOutputStreamBuilder<FSDataOutputStream, Builder> {
+    Builder(FileSystem fs, Path path) {
+      super(fs, path);
+    }
+
+    @Override
+    public Builder getThisBuilder() {
+      return this;
+    }
+
+    @Override
+    public FSDataOutputStream build() throws IOException {
+      return getFS()
+          .create(
+              getPath(),
+              getPermission(),
+              getFlags().contains(CreateFlag.OVERWRITE),
+              getBufferSize(),
+              getReplication(),
+              getBlockSize(),
+              getProgress());
+    }
+  }
+
+  /** Counts bytes; the data write's latency (PUT, pipeline ack) is paid at close. */
+  private final class DelayedCloseStream extends FilterOutputStream {
+    private long bytes;
+    private boolean closed;
+
+    DelayedCloseStream(OutputStream out) {
+      super(out);
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      out.write(b);
+      bytes++;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+      bytes += len;
+    }
+
+    @Override
+    public void close() throws IOException {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      super.close();
+      delay(Op.WRITE, bytes);
+      counters.bytesWritten.add(bytes);
+      counters.filesWritten.increment();
+    }
+  }
+
+  @Override
+  public FSDataOutputStream append(Path f, int bufferSize, Progressable progress) {
+    throw new UnsupportedOperationException("simfs does not append");
+  }
+
+  // ---- read ----
+
+  @Override
+  public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    long size;
+    try {
+      size = Files.size(p);
+    } catch (NoSuchFileException e) {
+      delay(Op.OPEN, 0);
+      throw new FileNotFoundException(f.toString());
+    }
+    delay(Op.OPEN, size);
+    counters.bytesRead.add(size);
+    return local.open(new Path("file", null, p.toString()), bufferSize);
+  }
+
+  // ---- metadata ----
+
+  @Override
+  public boolean rename(Path src, Path dst) throws IOException {
+    java.nio.file.Path s = toLocal(src);
+    java.nio.file.Path d = toLocal(dst);
+    long size = Files.isRegularFile(s) ? Files.size(s) : 0;
+    delay(Op.RENAME, size);
+    if (!Files.exists(s)) {
+      return false;
+    }
+    if (Files.isDirectory(d)) {
+      d = d.resolve(s.getFileName());
+    }
+    if (Files.exists(d) || d.getParent() == null || !Files.isDirectory(d.getParent())) {
+      return false;
+    }
+    try {
+      Files.move(s, d);
+      return true;
+    } catch (java.nio.file.FileAlreadyExistsException | NoSuchFileException e) {
+      return false;
+    }
+  }
+
+  @Override
+  public boolean delete(Path f, boolean recursive) throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    delay(Op.DELETE, 0);
+    if (!Files.exists(p)) {
+      return false;
+    }
+    if (Files.isDirectory(p) && recursive) {
+      try (Stream<java.nio.file.Path> walk = Files.walk(p)) {
+        for (java.nio.file.Path q : walk.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(q);
+        }
+      }
+      return true;
+    }
+    try {
+      return Files.deleteIfExists(p);
+    } catch (DirectoryNotEmptyException e) {
+      throw new IOException("Directory " + f + " is not empty", e);
+    }
+  }
+
+  @Override
+  public FileStatus[] listStatus(Path f) throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    if (discarded(p) && !Files.exists(p)) {
+      return new FileStatus[0];
+    }
+    delay(Op.LIST, 0);
+    if (!Files.exists(p)) {
+      throw new FileNotFoundException(f.toString());
+    }
+    if (!Files.isDirectory(p)) {
+      return new FileStatus[] {status(p)};
+    }
+    List<FileStatus> result = new ArrayList<>();
+    try (Stream<java.nio.file.Path> children = Files.list(p)) {
+      for (java.nio.file.Path c : children.toList()) {
+        try {
+          result.add(status(c));
+        } catch (FileNotFoundException e) {
+          // removed while listing
+        }
+      }
+    }
+    return result.toArray(new FileStatus[0]);
+  }
+
+  @Override
+  public boolean mkdirs(Path f, FsPermission permission) throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    if (discarded(p)) {
+      return true;
+    }
+    delay(Op.MKDIRS, 0);
+    if (Files.isRegularFile(p)) {
+      throw new FileAlreadyExistsException(f + " is a file");
+    }
+    Files.createDirectories(p);
+    return true;
+  }
+
+  @Override
+  public FileStatus getFileStatus(Path f) throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    if (discarded(p) && !Files.exists(p)) {
+      // The baseline's state directories "exist" (empty).
+      return new FileStatus(
+          0, true, 1, 0, 0, 0, FsPermission.getDirDefault(), "bench", "bench", toSim(p));
+    }
+    delay(Op.STATUS, 0);
+    return status(p);
+  }
+
+  private FileStatus status(java.nio.file.Path p) throws IOException {
+    BasicFileAttributes a;
+    try {
+      a = Files.readAttributes(p, BasicFileAttributes.class);
+    } catch (NoSuchFileException e) {
+      throw new FileNotFoundException(p.toString());
+    }
+    boolean dir = a.isDirectory();
+    return new FileStatus(
+        dir ? 0 : a.size(),
+        dir,
+        1,
+        64L << 20,
+        a.lastModifiedTime().toMillis(),
+        a.lastAccessTime().toMillis(),
+        dir ? FsPermission.getDirDefault() : FsPermission.getFileDefault(),
+        "bench",
+        "bench",
+        toSim(p));
+  }
+}
