@@ -29,13 +29,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.fs.BulkDelete;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.hadoop.fs.StreamCapabilities;
-import org.apache.hadoop.ipc.RemoteException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,28 +101,10 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
    * Hadoop 3.4.2+; spelled out so that this class loads on older Hadoop).
    */
   public static final String CONDITIONAL_CREATE_CAPABILITY =
-      "fs.option.create.conditional.overwrite";
-
-  private static final String HDFS_FILE_SYSTEM = "org.apache.hadoop.hdfs.DistributedFileSystem";
-  private static final String HDFS_ALREADY_BEING_CREATED =
-      "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
-  private static final String S3A_REMOTE_FILE_CHANGED =
-      "org.apache.hadoop.fs.s3a.RemoteFileChangedException";
+      CreateIfAbsent.CONDITIONAL_CREATE_CAPABILITY;
 
   /** File systems already warned about single-writer mode: warn once per JVM and file system. */
   private static final Set<String> WARNED_SINGLE_WRITER = ConcurrentHashMap.newKeySet();
-
-  /** How {@link #create} obtains create-if-absent on this store. */
-  private enum CreateMethod {
-    /** {@code java.nio} CREATE_NEW on the local file behind the Hadoop path. */
-    LOCAL_EXCLUSIVE,
-    /** {@code create(overwrite=false)}, atomic in the store (HDFS NameNode). */
-    EXCLUSIVE_CREATE,
-    /** {@code createFile()} with {@value #CONDITIONAL_CREATE_CAPABILITY}: checked at close. */
-    CONDITIONAL_CREATE,
-    /** {@code exists()} then {@code create(overwrite=false)}: not atomic. */
-    SINGLE_WRITER
-  }
 
   private final FileSystem fs;
   private final Path root;
@@ -132,13 +112,13 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
   /** The path part of {@link #root}, ending with {@code /}. */
   private final String rootPath;
 
-  private final CreateMethod method;
+  private final CreateIfAbsent.Method method;
 
   /** Creates on a local file system; null elsewhere. */
   private final LocalStorage localCreates;
 
-  private HadoopStorage(FileSystem fileSystem, Path root, CreateMethod method) {
-    RawLocalFileSystem local = rawLocal(fileSystem);
+  private HadoopStorage(FileSystem fileSystem, Path root, CreateIfAbsent.Method method) {
+    RawLocalFileSystem local = CreateIfAbsent.rawLocal(fileSystem);
     // On the checksummed LocalFileSystem use its raw file system: our files verify themselves,
     // and .crc side files would show up next to them and could go stale.
     this.fs = local != null ? local : fileSystem;
@@ -147,7 +127,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
     this.rootPath = path.endsWith("/") ? path : path + "/";
     this.method = method;
     this.localCreates =
-        method == CreateMethod.LOCAL_EXCLUSIVE
+        method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE
             ? new LocalStorage(local.pathToFile(this.root).toPath())
             : null;
   }
@@ -161,8 +141,8 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
   public static HadoopStorage open(FileSystem fs, Path root) {
     Objects.requireNonNull(fs, "fs");
     Objects.requireNonNull(root, "root");
-    CreateMethod method =
-        detect(fs, root)
+    CreateIfAbsent.Method method =
+        CreateIfAbsent.detect(fs, root)
             .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
     return new HadoopStorage(fs, root, method);
   }
@@ -175,7 +155,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
   public static HadoopStorage openAllowingSingleWriter(FileSystem fs, Path root) {
     Objects.requireNonNull(fs, "fs");
     Objects.requireNonNull(root, "root");
-    Optional<CreateMethod> method = detect(fs, root);
+    Optional<CreateIfAbsent.Method> method = CreateIfAbsent.detect(fs, root);
     if (method.isEmpty() && WARNED_SINGLE_WRITER.add(fs.getUri().toString())) {
       LOG.warn(
           "{} ({}) does not guarantee create-if-absent; streamstate runs it in single-writer mode"
@@ -185,7 +165,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
           fs.getClass().getName(),
           HadoopStorages.SPARK_ALLOW_SINGLE_WRITER);
     }
-    return new HadoopStorage(fs, root, method.orElse(CreateMethod.SINGLE_WRITER));
+    return new HadoopStorage(fs, root, method.orElse(CreateIfAbsent.Method.SINGLE_WRITER));
   }
 
   /**
@@ -197,26 +177,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
    * @throws RetryableException the capability probe failed
    */
   public static boolean supportsCreateIfAbsent(FileSystem fs, Path path) {
-    return detect(fs, path).isPresent();
-  }
-
-  private static Optional<CreateMethod> detect(FileSystem fs, Path path) {
-    if (rawLocal(fs) != null) {
-      return Optional.of(CreateMethod.LOCAL_EXCLUSIVE);
-    }
-    // By class name: clusters without the HDFS client classes must still load this class.
-    if (isInstanceOf(fs.getClass(), HDFS_FILE_SYSTEM)) {
-      return Optional.of(CreateMethod.EXCLUSIVE_CREATE);
-    }
-    try {
-      if (fs.hasPathCapability(path, CONDITIONAL_CREATE_CAPABILITY)) {
-        return Optional.of(CreateMethod.CONDITIONAL_CREATE);
-      }
-    } catch (IOException e) {
-      throw new RetryableException(
-          "Cannot probe " + path + " for " + CONDITIONAL_CREATE_CAPABILITY + ": " + e, e);
-    }
-    return Optional.empty();
+    return CreateIfAbsent.detect(fs, path).isPresent();
   }
 
   private static String noCreateIfAbsentMessage(FileSystem fs, Path root) {
@@ -235,26 +196,6 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
         + "=true) to accept that risk.";
   }
 
-  private static RawLocalFileSystem rawLocal(FileSystem fs) {
-    if (fs instanceof RawLocalFileSystem raw) {
-      return raw;
-    }
-    if (fs instanceof LocalFileSystem local
-        && local.getRawFileSystem() instanceof RawLocalFileSystem raw) {
-      return raw;
-    }
-    return null;
-  }
-
-  private static boolean isInstanceOf(Class<?> type, String className) {
-    for (Class<?> c = type; c != null; c = c.getSuperclass()) {
-      if (c.getName().equals(className)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /** The file system this storage uses (for a local file system, its raw file system). */
   public FileSystem fileSystem() {
     return fs;
@@ -267,7 +208,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
 
   /** False in single-writer mode, where concurrent creators of one name may both succeed. */
   public boolean guaranteesCreateIfAbsent() {
-    return method != CreateMethod.SINGLE_WRITER;
+    return method != CreateIfAbsent.Method.SINGLE_WRITER;
   }
 
   // ---- create ----
@@ -276,7 +217,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
   public void create(String name, ContentWriter content) {
     Objects.requireNonNull(content, "content");
     Path path = resolve(name);
-    if (method == CreateMethod.LOCAL_EXCLUSIVE) {
+    if (method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE) {
       localCreates.create(name, content);
       return;
     }
@@ -322,10 +263,11 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
           throw new IllegalStateException("Unexpected create method " + method);
       }
     } catch (IOException e) {
-      if (isNameTaken(e)) {
+      if (CreateIfAbsent.isNameTaken(e)) {
         throw nameTaken(name, e);
       }
-      if (e instanceof InterruptedIOException && method != CreateMethod.CONDITIONAL_CREATE) {
+      if (e instanceof InterruptedIOException
+          && method != CreateIfAbsent.Method.CONDITIONAL_CREATE) {
         // A timed-out create RPC may have executed: the name may now exist, claimed by us.
         throw new OutcomeUnknownException(
             "Creating " + where(name) + " timed out or was interrupted; the name may exist: " + e,
@@ -359,7 +301,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
       return;
     }
     boolean closed = closeQuietly(out, cause);
-    if (method == CreateMethod.CONDITIONAL_CREATE && !closed) {
+    if (method == CreateIfAbsent.Method.CONDITIONAL_CREATE && !closed) {
       // A non-abortable conditional stream whose close failed: it may have published our partial
       // content, or been refused because another writer's file is there. We cannot tell which.
       throw new OutcomeUnknownException(
@@ -405,7 +347,8 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
     try {
       out.close();
     } catch (IOException e) {
-      if (method == CreateMethod.CONDITIONAL_CREATE && isConditionalCreateRefused(e)) {
+      if (method == CreateIfAbsent.Method.CONDITIONAL_CREATE
+          && CreateIfAbsent.isConditionalCreateRefused(e)) {
         // 412: an object exists. (Also the answer to an SDK retry of our own PUT that had
         // succeeded: the caller tells the two apart by content, as for any name taken.)
         throw nameTaken(name, e);
@@ -418,44 +361,6 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
           "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
           e);
     }
-  }
-
-  private static boolean isNameTaken(Throwable e) {
-    for (Throwable t : causalChain(e)) {
-      if (t instanceof org.apache.hadoop.fs.FileAlreadyExistsException
-          || t instanceof java.nio.file.FileAlreadyExistsException
-          || t.getClass().getName().equals(HDFS_ALREADY_BEING_CREATED)) {
-        return true;
-      }
-      // HDFS: the loser sees the file existing, or, while the winner still writes it with the
-      // same client (same lease holder), AlreadyBeingCreatedException, sent as a RemoteException.
-      if (t instanceof RemoteException remote
-          && (remote.getClassName().equals(HDFS_ALREADY_BEING_CREATED)
-              || remote
-                  .getClassName()
-                  .equals(org.apache.hadoop.fs.FileAlreadyExistsException.class.getName()))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** S3A turns the 412 of a conditional PUT into {@code RemoteFileChangedException}. */
-  private static boolean isConditionalCreateRefused(Throwable e) {
-    for (Throwable t : causalChain(e)) {
-      if (isInstanceOf(t.getClass(), S3A_REMOTE_FILE_CHANGED)) {
-        return true;
-      }
-    }
-    return isNameTaken(e);
-  }
-
-  private static List<Throwable> causalChain(Throwable e) {
-    List<Throwable> chain = new ArrayList<>();
-    for (Throwable t = e; t != null && !chain.contains(t); t = t.getCause()) {
-      chain.add(t);
-    }
-    return chain;
   }
 
   private static FileAlreadyExistsException nameTaken(String name, Throwable cause) {

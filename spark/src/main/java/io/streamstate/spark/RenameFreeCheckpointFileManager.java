@@ -1,6 +1,8 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.hadoop.CreateIfAbsent;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
 import java.io.BufferedOutputStream;
@@ -11,8 +13,7 @@ import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
@@ -21,12 +22,10 @@ import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PathFilter;
 import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.StreamCapabilities;
-import org.apache.hadoop.ipc.RemoteException;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
 import org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager;
@@ -111,26 +110,8 @@ import org.slf4j.LoggerFactory;
 public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private static final Logger LOG = LoggerFactory.getLogger(RenameFreeCheckpointFileManager.class);
 
-  private static final String HDFS_FILE_SYSTEM = "org.apache.hadoop.hdfs.DistributedFileSystem";
-  private static final String HDFS_ALREADY_BEING_CREATED =
-      "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
-  private static final String S3A_REMOTE_FILE_CHANGED =
-      "org.apache.hadoop.fs.s3a.RemoteFileChangedException";
-
   /** File systems already warned about single-writer mode: warn once per JVM and file system. */
   private static final Set<String> WARNED_SINGLE_WRITER = ConcurrentHashMap.newKeySet();
-
-  /** How {@link #createAtomic} obtains create-if-absent on this store. */
-  private enum CreateMethod {
-    /** {@code java.nio} CREATE_NEW on the local file behind the path. */
-    LOCAL_EXCLUSIVE,
-    /** {@code create(overwrite=false)}, atomic in the store (HDFS NameNode). */
-    EXCLUSIVE_CREATE,
-    /** {@code createFile()} with the conditional-create option: refused at close. */
-    CONDITIONAL_CREATE,
-    /** {@code exists()} then {@code create(overwrite=false)}: not atomic, accepted by setting. */
-    SINGLE_WRITER
-  }
 
   private final FileSystemBasedCheckpointFileManager delegate;
   private final FileSystem fs;
@@ -139,7 +120,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   /** The raw local file system behind {@link #fs}; null elsewhere. */
   private final RawLocalFileSystem local;
 
-  private final CreateMethod method;
+  private final CreateIfAbsent.Method method;
 
   /**
    * The constructor Spark calls ({@code CheckpointFileManager.create}).
@@ -153,27 +134,19 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     this.delegate = new FileSystemBasedCheckpointFileManager(path, hadoopConf);
     this.fs = delegate.fs();
     this.checkpointPath = path;
-    this.local = rawLocal(fs);
-    this.method = detect(fs, path, local, hadoopConf);
+    this.local = CreateIfAbsent.rawLocal(fs);
+    this.method = detect(fs, path, hadoopConf);
   }
 
-  private static CreateMethod detect(
-      FileSystem fs, Path path, RawLocalFileSystem local, Configuration conf) {
-    if (local != null) {
-      return CreateMethod.LOCAL_EXCLUSIVE;
-    }
-    // By class name: clusters without the HDFS client classes must still load this class.
-    if (isInstanceOf(fs.getClass(), HDFS_FILE_SYSTEM)) {
-      return CreateMethod.EXCLUSIVE_CREATE;
-    }
+  private static CreateIfAbsent.Method detect(FileSystem fs, Path path, Configuration conf) {
+    Optional<CreateIfAbsent.Method> detected;
     try {
-      if (fs.hasPathCapability(path, HadoopStorage.CONDITIONAL_CREATE_CAPABILITY)) {
-        return CreateMethod.CONDITIONAL_CREATE;
-      }
-    } catch (IOException e) {
-      throw new UnsupportedException(
-          "Cannot probe " + path + " for " + HadoopStorage.CONDITIONAL_CREATE_CAPABILITY + ": " + e,
-          e);
+      detected = CreateIfAbsent.detect(fs, path);
+    } catch (RetryableException e) {
+      throw new UnsupportedException(e.getMessage(), e);
+    }
+    if (detected.isPresent()) {
+      return detected.get();
     }
     if (!HadoopStorages.allowsSingleWriter(conf)) {
       throw new UnsupportedException(
@@ -200,27 +173,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
           fs.getClass().getName(),
           HadoopStorages.SPARK_ALLOW_SINGLE_WRITER);
     }
-    return CreateMethod.SINGLE_WRITER;
-  }
-
-  private static RawLocalFileSystem rawLocal(FileSystem fs) {
-    if (fs instanceof RawLocalFileSystem raw) {
-      return raw;
-    }
-    if (fs instanceof LocalFileSystem checksummed
-        && checksummed.getRawFileSystem() instanceof RawLocalFileSystem raw) {
-      return raw;
-    }
-    return null;
-  }
-
-  private static boolean isInstanceOf(Class<?> type, String className) {
-    for (Class<?> c = type; c != null; c = c.getSuperclass()) {
-      if (c.getName().equals(className)) {
-        return true;
-      }
-    }
-    return false;
+    return CreateIfAbsent.Method.SINGLE_WRITER;
   }
 
   // ---- createAtomic ----
@@ -300,7 +253,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     try {
       out = fs.create(path, overwrite);
     } catch (IOException e) {
-      if (!overwrite && isNameTaken(e)) {
+      if (!overwrite && CreateIfAbsent.isNameTaken(e)) {
         throw nameTaken(path, e);
       }
       throw e;
@@ -360,7 +313,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
           try {
             out.close();
           } catch (IOException e) {
-            if (!overwrite && isConditionalCreateRefused(e)) {
+            if (!overwrite && CreateIfAbsent.isConditionalCreateRefused(e)) {
               throw nameTaken(path, e);
             }
             throw e;
@@ -397,41 +350,6 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     } catch (IOException | RuntimeException e) {
       LOG.debug("Ignoring failure to close a cancelled stream: {}", e.toString());
     }
-  }
-
-  private static boolean isNameTaken(Throwable e) {
-    for (Throwable t : causalChain(e)) {
-      if (t instanceof FileAlreadyExistsException
-          || t instanceof java.nio.file.FileAlreadyExistsException
-          || t.getClass().getName().equals(HDFS_ALREADY_BEING_CREATED)) {
-        return true;
-      }
-      // HDFS: while another client still writes the file, AlreadyBeingCreatedException.
-      if (t instanceof RemoteException remote
-          && (remote.getClassName().equals(HDFS_ALREADY_BEING_CREATED)
-              || remote.getClassName().equals(FileAlreadyExistsException.class.getName()))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** S3A turns the 412 of a conditional PUT into {@code RemoteFileChangedException}. */
-  private static boolean isConditionalCreateRefused(Throwable e) {
-    for (Throwable t : causalChain(e)) {
-      if (isInstanceOf(t.getClass(), S3A_REMOTE_FILE_CHANGED)) {
-        return true;
-      }
-    }
-    return isNameTaken(e);
-  }
-
-  private static List<Throwable> causalChain(Throwable e) {
-    List<Throwable> chain = new ArrayList<>();
-    for (Throwable t = e; t != null && !chain.contains(t); t = t.getCause()) {
-      chain.add(t);
-    }
-    return chain;
   }
 
   private static FileAlreadyExistsException nameTaken(Path path, Throwable cause) {
