@@ -19,14 +19,13 @@ import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Streaming aggregations give the same output with our provider as with Spark's HDFS-backed one, on
  * the same deterministic input, including across restarts.
  */
 class AggregationIT {
-  @TempDir static Path work;
+  static final Path work = TestSessions.newWorkDir(AggregationIT.class);
   private static SparkSession spark;
 
   @BeforeAll

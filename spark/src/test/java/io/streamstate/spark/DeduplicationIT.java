@@ -10,11 +10,10 @@ import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** dropDuplicates and dropDuplicatesWithinWatermark: same output as the HDFS-backed provider. */
 class DeduplicationIT {
-  @TempDir static Path work;
+  static final Path work = TestSessions.newWorkDir(DeduplicationIT.class);
   private static SparkSession spark;
 
   @BeforeAll

@@ -21,7 +21,6 @@ import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * flatMapGroupsWithState with processing-time and event-time timeouts: same output as the
@@ -30,7 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
  * out in the same batches; the output includes those timestamps to prove it.
  */
 class FlatMapGroupsWithStateIT {
-  @TempDir static Path work;
+  static final Path work = TestSessions.newWorkDir(FlatMapGroupsWithStateIT.class);
   private static SparkSession spark;
 
   @BeforeAll

@@ -7,14 +7,13 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link RenameFreeCheckpointFileManager} and a query checkpointing on HDFS (one in-process
  * MiniDFSCluster for the class): see {@link RemoteCheckpointTests}.
  */
 class HdfsCheckpointIT extends RemoteCheckpointTests {
-  @TempDir static java.nio.file.Path work;
+  static final java.nio.file.Path work = TestSessions.newWorkDir(HdfsCheckpointIT.class);
   private static MiniDfsFixture dfs;
   private static SparkSession spark;
 

@@ -39,7 +39,6 @@ import org.apache.spark.sql.streaming.TimerValues;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import scala.Tuple3;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -49,7 +48,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * errors for what is not supported.
  */
 class ProviderLifecycleIT {
-  @TempDir static Path work;
+  static final Path work = TestSessions.newWorkDir(ProviderLifecycleIT.class);
   private static SparkSession spark;
 
   /** Rows a foreachBatch sink received (the function runs on the driver). */

@@ -8,14 +8,13 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link RenameFreeCheckpointFileManager} and a query checkpointing on S3A against an in-process
  * S3Proxy (one per class): see {@link RemoteCheckpointTests}.
  */
 class S3aCheckpointIT extends RemoteCheckpointTests {
-  @TempDir static java.nio.file.Path work;
+  static final java.nio.file.Path work = TestSessions.newWorkDir(S3aCheckpointIT.class);
   private static S3ProxyFixture s3;
   private static SparkSession spark;
 

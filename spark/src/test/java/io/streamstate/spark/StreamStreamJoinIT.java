@@ -15,7 +15,6 @@ import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -29,7 +28,7 @@ class StreamStreamJoinIT {
   private static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
   private static final String JOIN_V4_ENABLED = "spark.sql.streaming.join.stateFormatV4.enabled";
 
-  @TempDir static Path work;
+  static final Path work = TestSessions.newWorkDir(StreamStreamJoinIT.class);
   private static SparkSession spark;
 
   @BeforeAll

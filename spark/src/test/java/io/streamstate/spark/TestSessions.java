@@ -14,6 +14,22 @@ final class TestSessions {
 
   private TestSessions() {}
 
+  /**
+   * A fresh work directory for one test class, under {@code target/}. Not a JUnit {@code @TempDir}:
+   * Spark's maintenance thread may still write snapshot files after {@code spark.stop()}, which
+   * makes JUnit's cleanup fail the class; {@code mvn clean} removes these.
+   */
+  static Path newWorkDir(Class<?> testClass) {
+    try {
+      Path base = Path.of("target", "it-work");
+      java.nio.file.Files.createDirectories(base);
+      return java.nio.file.Files.createTempDirectory(base, testClass.getSimpleName() + "-")
+          .toAbsolutePath();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   static SparkSession start(String app, Path workDir, Map<String, String> extra) {
     SparkSession.Builder builder =
         SparkSession.builder()
