@@ -28,6 +28,17 @@ public final class CreateIfAbsent {
   public static final String CONDITIONAL_CREATE_CAPABILITY =
       "fs.option.create.conditional.overwrite";
 
+  /**
+   * The path capability by which any Hadoop file system declares that {@code create(path,
+   * overwrite=false)} under that path is an atomic create-if-absent: of racing creators exactly one
+   * gets a stream, every other gets {@code org.apache.hadoop.fs.FileAlreadyExistsException} (or
+   * {@code java.nio.file.FileAlreadyExistsException}) from {@code create}. A store declaring it is
+   * used like HDFS ({@link Method#EXCLUSIVE_CREATE}). For file systems written for, or wrapped
+   * around, a store that gives this (test and simulation file systems, in-house wrappers); Hadoop's
+   * own file systems do not declare it.
+   */
+  public static final String EXCLUSIVE_CREATE_CAPABILITY = "streamstate.fs.create.exclusive";
+
   private static final String HDFS_FILE_SYSTEM = "org.apache.hadoop.hdfs.DistributedFileSystem";
   private static final String HDFS_ALREADY_BEING_CREATED =
       "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
@@ -38,7 +49,10 @@ public final class CreateIfAbsent {
   public enum Method {
     /** {@code java.nio} CREATE_NEW on the local file behind the Hadoop path. */
     LOCAL_EXCLUSIVE,
-    /** {@code create(overwrite=false)}, atomic in the store (HDFS NameNode). */
+    /**
+     * {@code create(overwrite=false)}, atomic in the store (HDFS NameNode, or a store declaring
+     * {@value CreateIfAbsent#EXCLUSIVE_CREATE_CAPABILITY}).
+     */
     EXCLUSIVE_CREATE,
     /** {@code createFile()} with {@value #CONDITIONAL_CREATE_CAPABILITY}: refused at close. */
     CONDITIONAL_CREATE,
@@ -62,12 +76,15 @@ public final class CreateIfAbsent {
       return Optional.of(Method.EXCLUSIVE_CREATE);
     }
     try {
+      if (fs.hasPathCapability(path, EXCLUSIVE_CREATE_CAPABILITY)) {
+        return Optional.of(Method.EXCLUSIVE_CREATE);
+      }
       if (fs.hasPathCapability(path, CONDITIONAL_CREATE_CAPABILITY)) {
         return Optional.of(Method.CONDITIONAL_CREATE);
       }
     } catch (IOException e) {
       throw new RetryableException(
-          "Cannot probe " + path + " for " + CONDITIONAL_CREATE_CAPABILITY + ": " + e, e);
+          "Cannot probe " + path + " for create-if-absent capabilities: " + e, e);
     }
     return Optional.empty();
   }
