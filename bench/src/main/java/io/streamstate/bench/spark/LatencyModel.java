@@ -10,16 +10,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <ul>
  *   <li>{@code none}: no latency (the local disk through the same wrapper).
- *   <li>{@code slow-datanode}: metadata is fast; each data write (at close of the stream) is
- *       independently heavy-tailed: most take a few ms, 1% stall for 5-20 s times {@code
- *       stallScale} (short mode uses 0.1: 0.5-2 s).
+ *   <li>{@code slow-datanode}: metadata 0.3-2 ms; each data write (at close of the stream) is
+ *       independently heavy-tailed: 2-12 ms plus 200 MB/s, and with probability {@link
+ *       #STALL_PROBABILITY} a stall of 5-20 s times {@code stallScale} (short mode uses 0.1: 0.5-2
+ *       s) instead.
  *   <li>{@code busy-namenode}: every metadata operation (create, rename, delete, mkdirs, status,
- *       list) costs a base latency times (1 + metadata operations in flight), and global pauses
- *       (every ~15 s on average, 3-10 s times {@code stallScale}) hold every metadata caller until
- *       the pause ends.
- *   <li>{@code s3}: HEAD/GET/LIST/DELETE 10-50 ms, PUT 25-60 ms plus bytes at 80 MB/s, rename =
- *       copy at 30 MB/s plus a delete.
+ *       list) costs 2-6 ms times the number of metadata operations in flight (itself included), and
+ *       global pauses (exponential gaps, mean 15 s, 3-10 s long times {@code stallScale}) hold
+ *       every metadata caller until the pause ends. Data writes and reads 1-4 ms plus 200 MB/s.
+ *   <li>{@code s3}: HEAD/create/mkdirs/delete 10-30 ms, LIST 20-50 ms, GET 15-40 ms plus 80 MB/s,
+ *       PUT 25-60 ms plus 80 MB/s, rename = copy at 30 MB/s plus 45-90 ms.
  * </ul>
+ *
+ * <p>{@link #draw} is the model itself (no sleeping, deterministic for a seed and a sequence of
+ * calls); {@link #delay} applies a draw by sleeping {@code latencyScale} times the drawn latency
+ * (0: draw and account, never sleep), after waiting out a busy-namenode pause.
  */
 final class LatencyModel {
   /** Operation kinds, also the counter names. */
@@ -31,11 +36,33 @@ final class LatencyModel {
     DELETE,
     MKDIRS,
     STATUS,
-    LIST
+    LIST;
+
+    /** Everything but moving data bytes: create, rename, delete, mkdirs, status, list. */
+    boolean isMetadata() {
+      return this != WRITE && this != OPEN;
+    }
   }
+
+  /** slow-datanode: probability that one data write stalls. */
+  static final double STALL_PROBABILITY = 0.01;
+
+  /** slow-datanode: a stall lasts this long (ms) before {@code stallScale}. */
+  static final double STALL_MIN_MS = 5_000;
+
+  static final double STALL_MAX_MS = 20_000;
+
+  /** busy-namenode: mean gap between global pauses, ms. */
+  static final double PAUSE_MEAN_GAP_MS = 15_000;
+
+  /** busy-namenode: a pause lasts this long (ms) before {@code stallScale}. */
+  static final double PAUSE_MIN_MS = 3_000;
+
+  static final double PAUSE_MAX_MS = 10_000;
 
   private final String profile;
   private final double stallScale;
+  private final double latencyScale;
   private final SplittableRandom random;
   private final AtomicInteger metadataInFlight = new AtomicInteger();
 
@@ -44,27 +71,40 @@ final class LatencyModel {
 
   private final long origin = System.nanoTime();
 
+  /** A model that sleeps the latencies it draws ({@code latencyScale} 1). */
   LatencyModel(String profile, long seed, double stallScale) {
+    this(profile, seed, stallScale, 1.0);
+  }
+
+  LatencyModel(String profile, long seed, double stallScale, double latencyScale) {
+    if (!isKnown(profile)) {
+      throw new IllegalArgumentException(
+          "Unknown simfs profile '" + profile + "' (none, slow-datanode, busy-namenode, s3)");
+    }
+    if (!(stallScale >= 0) || !(latencyScale >= 0)) {
+      throw new IllegalArgumentException(
+          "stallScale and latencyScale must be >= 0, got " + stallScale + ", " + latencyScale);
+    }
     this.profile = profile;
     this.stallScale = stallScale;
+    this.latencyScale = latencyScale;
     this.random = new SplittableRandom(seed);
     if (profile.equals("busy-namenode")) {
       SplittableRandom pauseRandom = new SplittableRandom(seed * 31 + 7);
       pauses = new long[2 * 2000];
       long t = 0;
       for (int i = 0; i < pauses.length; i += 2) {
-        t += (long) (-Math.log(1 - pauseRandom.nextDouble()) * 15_000); // mean gap 15 s
-        long duration = (long) ((3_000 + pauseRandom.nextDouble() * 7_000) * stallScale);
+        t += (long) (-Math.log(1 - pauseRandom.nextDouble()) * PAUSE_MEAN_GAP_MS);
+        long duration =
+            (long)
+                ((PAUSE_MIN_MS + pauseRandom.nextDouble() * (PAUSE_MAX_MS - PAUSE_MIN_MS))
+                    * stallScale);
         pauses[i] = t;
         pauses[i + 1] = t + duration;
         t += duration;
       }
     } else {
       pauses = new long[0];
-    }
-    if (!isKnown(profile)) {
-      throw new IllegalArgumentException(
-          "Unknown simfs profile '" + profile + "' (none, slow-datanode, busy-namenode, s3)");
     }
   }
 
@@ -75,73 +115,94 @@ final class LatencyModel {
     };
   }
 
-  private static boolean isMetadata(Op op) {
-    return op != Op.WRITE && op != Op.OPEN;
-  }
-
-  private synchronized double uniform(double lo, double hi) {
+  private double uniform(double lo, double hi) {
     return lo + random.nextDouble() * (hi - lo);
   }
 
-  private synchronized double chance() {
-    return random.nextDouble();
-  }
-
   /**
-   * Sleeps for the latency of one operation of kind {@code op} touching {@code bytes} bytes.
+   * Draws the latency of one operation of kind {@code op} moving {@code bytes} bytes (the file's
+   * size for a write, read or rename), without sleeping. Every call advances the seeded sequence
+   * the same way whatever the outcome, so the same seed and the same calls give the same values.
    *
-   * @return the injected delay in ms
+   * @param metadataLoad metadata operations in flight, this one included (busy-namenode only; other
+   *     profiles ignore it)
+   * @return latency in ms, before {@code latencyScale}
    */
-  long delay(Op op, long bytes) throws InterruptedException {
-    long start = System.nanoTime();
+  synchronized double draw(Op op, long bytes, int metadataLoad) {
     switch (profile) {
       case "slow-datanode" -> {
         if (op == Op.WRITE) {
-          double ms = chance() < 0.01 ? uniform(5_000, 20_000) * stallScale : uniform(2, 12);
-          sleepMs(ms + bytes / 200_000.0); // 200 MB/s pipeline
-        } else {
-          sleepMs(uniform(0.3, 2));
+          double chance = random.nextDouble();
+          double stall = uniform(STALL_MIN_MS, STALL_MAX_MS) * stallScale;
+          double normal = uniform(2, 12);
+          return (chance < STALL_PROBABILITY ? stall : normal) + bytes / 200_000.0; // 200 MB/s
         }
+        return uniform(0.3, 2);
       }
       case "busy-namenode" -> {
-        if (isMetadata(op)) {
-          int load = metadataInFlight.incrementAndGet();
-          try {
-            waitForPause();
-            sleepMs(uniform(2, 6) * load);
-          } finally {
-            metadataInFlight.decrementAndGet();
-          }
-        } else {
-          sleepMs(uniform(1, 4) + bytes / 200_000.0);
+        if (op.isMetadata()) {
+          return uniform(2, 6) * Math.max(1, metadataLoad);
         }
+        return uniform(1, 4) + bytes / 200_000.0;
       }
       case "s3" -> {
-        switch (op) {
-          case WRITE -> sleepMs(uniform(25, 60) + bytes / 80_000.0); // PUT, 80 MB/s
-          case OPEN -> sleepMs(uniform(15, 40) + bytes / 80_000.0); // GET
-          case LIST -> sleepMs(uniform(20, 50));
-          case RENAME -> sleepMs(uniform(30, 60) + bytes / 30_000.0 + uniform(15, 30)); // copy+del
-          case CREATE, STATUS, MKDIRS, DELETE -> sleepMs(uniform(10, 30)); // HEAD / marker ops
-          default -> {}
-        }
+        return switch (op) {
+          case WRITE -> uniform(25, 60) + bytes / 80_000.0; // PUT, 80 MB/s
+          case OPEN -> uniform(15, 40) + bytes / 80_000.0; // GET
+          case LIST -> uniform(20, 50);
+          case RENAME -> uniform(30, 60) + bytes / 30_000.0 + uniform(15, 30); // copy + delete
+          case CREATE, STATUS, MKDIRS, DELETE -> uniform(10, 30); // HEAD / marker ops
+        };
       }
-      default -> {}
+      default -> {
+        return 0;
+      }
     }
-    return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
   }
 
-  private void waitForPause() throws InterruptedException {
-    long now = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - origin);
+  /**
+   * busy-namenode: how long a metadata call made {@code atMs} ms after the model was created waits
+   * for the global pause covering that instant (0 outside pauses and for other profiles), before
+   * {@code latencyScale}.
+   */
+  long pauseRemainingMs(long atMs) {
     for (int i = 0; i < pauses.length; i += 2) {
-      if (now < pauses[i]) {
-        return;
+      if (atMs < pauses[i]) {
+        return 0;
       }
-      if (now < pauses[i + 1]) {
-        Thread.sleep(pauses[i + 1] - now);
-        return;
+      if (atMs < pauses[i + 1]) {
+        return pauses[i + 1] - atMs;
       }
     }
+    return 0;
+  }
+
+  /** The outcome of one {@link #delay}: the model's latency and the time actually slept. */
+  record Delay(double modelMs, long sleptMs) {}
+
+  /**
+   * Waits out a busy-namenode pause (metadata only), draws the latency of one operation and sleeps
+   * {@code latencyScale} times it.
+   */
+  Delay delay(Op op, long bytes) throws InterruptedException {
+    long start = System.nanoTime();
+    double ms;
+    if (profile.equals("busy-namenode") && op.isMetadata()) {
+      int load = metadataInFlight.incrementAndGet();
+      try {
+        long now = TimeUnit.NANOSECONDS.toMillis(start - origin);
+        double pause = pauseRemainingMs(now);
+        ms = pause + draw(op, bytes, load);
+        sleepMs(pause * latencyScale);
+        sleepMs((ms - pause) * latencyScale);
+      } finally {
+        metadataInFlight.decrementAndGet();
+      }
+    } else {
+      ms = draw(op, bytes, 1);
+      sleepMs(ms * latencyScale);
+    }
+    return new Delay(ms, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
   }
 
   private static void sleepMs(double ms) throws InterruptedException {

@@ -16,9 +16,11 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.DoubleAdder;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
@@ -48,7 +50,9 @@ import org.apache.hadoop.util.Progressable;
  *
  * <p>Register with {@code
  * spark.hadoop.fs.simfs.impl=io.streamstate.bench.spark.SimulatedFileSystem}. Settings: {@code
- * fs.simfs.seed} (default 42), {@code fs.simfs.stallScale} (default 1.0).
+ * fs.simfs.seed} (default 42), {@code fs.simfs.stallScale} (default 1.0; scales slow-datanode
+ * stalls and busy-namenode pauses), {@code fs.simfs.latencyScale} (default 1.0; 0 draws and counts
+ * every latency but never sleeps, for tests).
  *
  * <p>All I/O goes through {@code java.nio} (no child processes, unlike Hadoop's local file system
  * without its native library), except reads, which use {@link RawLocalFileSystem#open} (no fork).
@@ -69,6 +73,10 @@ public final class SimulatedFileSystem extends FileSystem {
       java.util.regex.Pattern.compile(
           "/state/\\d+/\\d+/(?:[^/]+/)?(?:changelog|snapshot|sst)(?:/|$)");
 
+  /** Anything under a checkpoint's {@code state/} directory. */
+  private static final java.util.regex.Pattern STATE_FILES =
+      java.util.regex.Pattern.compile("/state/");
+
   /** Counters per authority (profile), shared by every instance of it in the JVM. */
   private static final Map<String, Counters> COUNTERS = new ConcurrentHashMap<>();
 
@@ -84,7 +92,9 @@ public final class SimulatedFileSystem extends FileSystem {
     final LongAdder bytesWritten = new LongAdder();
     final LongAdder bytesRead = new LongAdder();
     final LongAdder filesWritten = new LongAdder();
+    final LongAdder stateFilesWritten = new LongAdder();
     final LongAdder delayMs = new LongAdder();
+    final DoubleAdder modelMs = new DoubleAdder();
 
     Counters() {
       for (Op op : Op.values()) {
@@ -92,14 +102,30 @@ public final class SimulatedFileSystem extends FileSystem {
       }
     }
 
-    /** A snapshot: op counts by lower-case kind, plus bytesWritten, bytesRead, filesWritten. */
+    /**
+     * A snapshot: operation counts by lower-case kind ({@code create}, {@code write} = a stream's
+     * close, {@code open}, {@code rename}, {@code delete}, {@code mkdirs}, {@code status}, {@code
+     * list}), {@code metadataOps} (every kind but write and open), {@code bytesWritten}, {@code
+     * bytesRead}, {@code filesWritten} (streams closed), {@code stateFilesWritten} (those under a
+     * {@code /state/} directory: state store files, not Spark's offset and commit logs), {@code
+     * delayMs} (time spent in injected latency) and {@code modelMs} (the latencies drawn, before
+     * {@code fs.simfs.latencyScale}; rounded down).
+     */
     public Map<String, Long> snapshot() {
       Map<String, Long> m = new TreeMap<>();
-      ops.forEach((op, n) -> m.put(op.name().toLowerCase(), n.sum()));
+      long metadata = 0;
+      for (Map.Entry<Op, LongAdder> e : ops.entrySet()) {
+        long n = e.getValue().sum();
+        m.put(e.getKey().name().toLowerCase(Locale.ROOT), n);
+        metadata += e.getKey().isMetadata() ? n : 0;
+      }
+      m.put("metadataOps", metadata);
       m.put("bytesWritten", bytesWritten.sum());
       m.put("bytesRead", bytesRead.sum());
       m.put("filesWritten", filesWritten.sum());
+      m.put("stateFilesWritten", stateFilesWritten.sum());
       m.put("delayMs", delayMs.sum());
+      m.put("modelMs", (long) modelMs.sum());
       return m;
     }
   }
@@ -112,6 +138,7 @@ public final class SimulatedFileSystem extends FileSystem {
   @Override
   public void initialize(URI name, Configuration conf) throws IOException {
     super.initialize(name, conf);
+    setConf(conf); // FileSystem.get does so through ReflectionUtils; a direct caller may not
     String authority = name.getAuthority();
     if (authority == null) {
       throw new IOException("simfs needs a profile as authority: simfs://s3/path, got " + name);
@@ -127,7 +154,12 @@ public final class SimulatedFileSystem extends FileSystem {
       profile = "none";
     }
     long seed = conf.getLong("fs.simfs.seed", 42) ^ profile.hashCode();
-    this.model = new LatencyModel(profile, seed, conf.getDouble("fs.simfs.stallScale", 1.0));
+    this.model =
+        new LatencyModel(
+            profile,
+            seed,
+            conf.getDouble("fs.simfs.stallScale", 1.0),
+            conf.getDouble("fs.simfs.latencyScale", 1.0));
     this.counters = counters(authority);
     local.initialize(URI.create("file:///"), conf);
   }
@@ -173,10 +205,19 @@ public final class SimulatedFileSystem extends FileSystem {
     return discardState && STREAMSTATE_FILES.matcher(p.toString()).find();
   }
 
+  /**
+   * A state store's file (any provider's), as opposed to Spark's offset, commit and metadata logs.
+   */
+  private static boolean isStateFile(java.nio.file.Path p) {
+    return STATE_FILES.matcher(p.toString()).find();
+  }
+
   private void delay(Op op, long bytes) throws IOException {
     counters.ops.get(op).increment();
     try {
-      counters.delayMs.add(model.delay(op, bytes));
+      LatencyModel.Delay d = model.delay(op, bytes);
+      counters.delayMs.add(d.sleptMs());
+      counters.modelMs.add(d.modelMs());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted in simulated " + op);
@@ -220,7 +261,7 @@ public final class SimulatedFileSystem extends FileSystem {
     } catch (java.nio.file.FileAlreadyExistsException e) {
       throw new FileAlreadyExistsException(f + " already exists");
     }
-    return new FSDataOutputStream(new DelayedCloseStream(out), null);
+    return new FSDataOutputStream(new DelayedCloseStream(out, isStateFile(p)), null);
   }
 
   @Override
@@ -249,7 +290,7 @@ public final class SimulatedFileSystem extends FileSystem {
 
   /** {@code createFile()}: accepts the conditional-create option (create is atomic anyway). */
   @Override
-  public FSDataOutputStreamBuilder createFile(Path path) {
+  public FSDataOutputStreamBuilder<FSDataOutputStream, ?> createFile(Path path) {
     return new Builder(this, path).create().overwrite(true);
   }
 
@@ -280,11 +321,13 @@ public final class SimulatedFileSystem extends FileSystem {
 
   /** Counts bytes; the data write's latency (PUT, pipeline ack) is paid at close. */
   private final class DelayedCloseStream extends FilterOutputStream {
+    private final boolean stateFile;
     private long bytes;
     private boolean closed;
 
-    DelayedCloseStream(OutputStream out) {
+    DelayedCloseStream(OutputStream out, boolean stateFile) {
       super(out);
+      this.stateFile = stateFile;
     }
 
     @Override
@@ -309,6 +352,9 @@ public final class SimulatedFileSystem extends FileSystem {
       delay(Op.WRITE, bytes);
       counters.bytesWritten.add(bytes);
       counters.filesWritten.increment();
+      if (stateFile) {
+        counters.stateFilesWritten.increment();
+      }
     }
   }
 

@@ -1,0 +1,272 @@
+package io.streamstate.bench.spark;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The simulated file system's semantics and request counters, with {@code fs.simfs.latencyScale=0}:
+ * every latency is drawn and accounted ({@code modelMs}), none is slept.
+ */
+class SimulatedFileSystemTest {
+  @TempDir java.nio.file.Path tmp;
+
+  /** A fresh instance: its own authority tag, so its own counters. */
+  private SimulatedFileSystem open(String profile) throws IOException {
+    return open(profile + "." + UUID.randomUUID().toString().replace("-", ""), 42);
+  }
+
+  private SimulatedFileSystem open(String authority, long seed) throws IOException {
+    Configuration conf = new Configuration(false);
+    conf.setDouble("fs.simfs.latencyScale", 0);
+    conf.setLong("fs.simfs.seed", seed);
+    SimulatedFileSystem fs = new SimulatedFileSystem();
+    fs.initialize(URI.create("simfs://" + authority + "/"), conf);
+    return fs;
+  }
+
+  private Path path(SimulatedFileSystem fs, String relative) {
+    return new Path("simfs://" + fs.getUri().getAuthority() + tmp.resolve(relative));
+  }
+
+  private static Map<String, Long> counters(SimulatedFileSystem fs) {
+    return SimulatedFileSystem.counters(fs.getUri().getAuthority()).snapshot();
+  }
+
+  private static void write(SimulatedFileSystem fs, Path p, String content, boolean overwrite)
+      throws IOException {
+    try (OutputStream out = fs.create(p, overwrite)) {
+      out.write(content.getBytes(StandardCharsets.UTF_8));
+    }
+  }
+
+  private static String read(SimulatedFileSystem fs, Path p) throws IOException {
+    try (FSDataInputStream in = fs.open(p)) {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
+  }
+
+  @Test
+  void readsBackTheBytesWrittenAndStoresThemOnTheLocalDisk() throws IOException {
+    SimulatedFileSystem fs = open("s3");
+    Path p = path(fs, "a/b/file.bin");
+    byte[] data = new byte[100_000];
+    for (int i = 0; i < data.length; i++) {
+      data[i] = (byte) (i * 31);
+    }
+    try (OutputStream out = fs.create(p, false)) {
+      out.write(data, 0, 60_000);
+      out.write(data, 60_000, 40_000);
+    }
+    try (FSDataInputStream in = fs.open(p)) {
+      assertThat(in.readAllBytes()).isEqualTo(data);
+    }
+    assertThat(Files.readAllBytes(tmp.resolve("a/b/file.bin"))).isEqualTo(data);
+    assertThat(fs.getFileStatus(p).getLen()).isEqualTo(100_000);
+    Map<String, Long> c = counters(fs);
+    assertThat(c).containsEntry("bytesWritten", 100_000L).containsEntry("bytesRead", 100_000L);
+  }
+
+  @Test
+  void createWithoutOverwriteFailsOnAnExistingFileAndKeepsItsContent() throws IOException {
+    SimulatedFileSystem fs = open("slow-datanode");
+    Path p = path(fs, "v/00001");
+    write(fs, p, "first", false);
+    assertThatThrownBy(() -> write(fs, p, "second", false))
+        .isInstanceOf(FileAlreadyExistsException.class)
+        .hasMessageContaining("00001 already exists");
+    assertThatThrownBy(() -> fs.createFile(p).overwrite(false).build())
+        .isInstanceOf(FileAlreadyExistsException.class);
+    assertThat(read(fs, p)).isEqualTo("first");
+    write(fs, p, "third", true);
+    assertThat(read(fs, p)).isEqualTo("third");
+  }
+
+  @Test
+  void createRefusesADirectoryAndAParentThatIsAFile() throws IOException {
+    SimulatedFileSystem fs = open("none");
+    fs.mkdirs(path(fs, "dir"));
+    write(fs, path(fs, "file"), "x", false);
+    assertThatThrownBy(() -> write(fs, path(fs, "dir"), "y", true))
+        .isInstanceOf(FileAlreadyExistsException.class)
+        .hasMessageContaining("is a directory");
+    assertThatThrownBy(() -> write(fs, path(fs, "file/child"), "y", true))
+        .isInstanceOf(org.apache.hadoop.fs.ParentNotDirectoryException.class);
+  }
+
+  @Test
+  void declaresConditionalCreate() throws IOException {
+    SimulatedFileSystem fs = open("s3");
+    assertThat(fs.hasPathCapability(path(fs, "x"), "fs.option.create.conditional.overwrite"))
+        .isTrue();
+  }
+
+  @Test
+  void countsEachOperationKindExactly() throws IOException {
+    SimulatedFileSystem fs = open("busy-namenode");
+    Path dir = path(fs, "state/0/1");
+    fs.mkdirs(dir); // mkdirs 1
+    write(fs, new Path(dir, "1.delta"), "aa", false); // create 1, write 1
+    write(fs, path(fs, "offsets/0"), "bbb", false); // create 2, write 2
+    read(fs, new Path(dir, "1.delta")); // open 1
+    fs.getFileStatus(new Path(dir, "1.delta")); // status 1
+    fs.listStatus(dir); // list 1
+    fs.rename(new Path(dir, "1.delta"), new Path(dir, "2.delta")); // rename 1
+    fs.delete(new Path(dir, "2.delta"), false); // delete 1
+    assertThatThrownBy(() -> fs.open(path(fs, "missing"))) // open 2 (a GET that fails)
+        .isInstanceOf(FileNotFoundException.class);
+    assertThatThrownBy(() -> fs.getFileStatus(path(fs, "missing"))) // status 2
+        .isInstanceOf(FileNotFoundException.class);
+
+    Map<String, Long> c = counters(fs);
+    assertThat(c)
+        .containsEntry("mkdirs", 1L)
+        .containsEntry("create", 2L)
+        .containsEntry("write", 2L)
+        .containsEntry("open", 2L)
+        .containsEntry("status", 2L)
+        .containsEntry("list", 1L)
+        .containsEntry("rename", 1L)
+        .containsEntry("delete", 1L)
+        // everything but write and open: mkdirs 1 + create 2 + status 2 + list 1 + rename 1 +
+        // delete 1
+        .containsEntry("metadataOps", 8L)
+        .containsEntry("filesWritten", 2L)
+        .containsEntry("stateFilesWritten", 1L)
+        .containsEntry("bytesWritten", 5L)
+        .containsEntry("bytesRead", 2L)
+        .containsEntry("delayMs", 0L);
+    // 8 metadata ops at 2-6 ms each (load 1: one caller), 4 data ops at 1-4 ms.
+    assertThat(c.get("modelMs")).isBetween(19L, 64L);
+  }
+
+  @Test
+  void sameSeedAndSameRequestsGiveTheSameLatenciesAndAnotherSeedOthers() throws IOException {
+    long[] totals = new long[3];
+    long[] seeds = {7, 7, 8};
+    for (int i = 0; i < 3; i++) {
+      SimulatedFileSystem fs =
+          open("s3.seed" + i + UUID.randomUUID().toString().substring(0, 8), seeds[i]);
+      for (int f = 0; f < 50; f++) {
+        write(fs, path(fs, "run" + i + "/f" + f), "x".repeat(f * 1000), false);
+        fs.listStatus(path(fs, "run" + i));
+      }
+      totals[i] = counters(fs).get("modelMs");
+    }
+    // 50 creates, 50 PUTs and 50 LISTs: at least 50 * (10 + 25 + 20) ms.
+    assertThat(totals[0]).isGreaterThan(2_750L).isEqualTo(totals[1]).isNotEqualTo(totals[2]);
+  }
+
+  @Test
+  void listsChildrenWithTheirSizesUnderTheSimfsScheme() throws IOException {
+    SimulatedFileSystem fs = open("s3");
+    Path dir = path(fs, "listing");
+    write(fs, new Path(dir, "one"), "1", false);
+    write(fs, new Path(dir, "three"), "333", false);
+    fs.mkdirs(new Path(dir, "sub"));
+    FileStatus[] listed = fs.listStatus(dir);
+    assertThat(Arrays.stream(listed).map(s -> s.getPath().getName()))
+        .containsExactlyInAnyOrder("one", "three", "sub");
+    assertThat(listed)
+        .allSatisfy(
+            s -> assertThat(s.getPath().toUri().getScheme()).isEqualTo(SimulatedFileSystem.SCHEME))
+        .allSatisfy(
+            s ->
+                assertThat(s.getPath().toUri().getAuthority())
+                    .isEqualTo(fs.getUri().getAuthority()));
+    assertThat(Arrays.stream(listed).filter(s -> s.getPath().getName().equals("three")))
+        .singleElement()
+        .satisfies(s -> assertThat(s.getLen()).isEqualTo(3))
+        .satisfies(s -> assertThat(s.isFile()).isTrue());
+    assertThat(
+            Arrays.stream(listed).filter(FileStatus::isDirectory).map(s -> s.getPath().getName()))
+        .containsExactly("sub");
+    assertThatThrownBy(() -> fs.listStatus(path(fs, "nowhere")))
+        .isInstanceOf(FileNotFoundException.class);
+  }
+
+  @Test
+  void renameMovesButNeverOverwrites() throws IOException {
+    SimulatedFileSystem fs = open("none");
+    Path a = path(fs, "r/a");
+    Path b = path(fs, "r/b");
+    write(fs, a, "A", false);
+    write(fs, b, "B", false);
+    assertThat(fs.rename(a, b)).isFalse();
+    assertThat(read(fs, a)).isEqualTo("A");
+    assertThat(read(fs, b)).isEqualTo("B");
+    Path c = path(fs, "r/c");
+    assertThat(fs.rename(a, c)).isTrue();
+    assertThat(fs.exists(a)).isFalse();
+    assertThat(read(fs, c)).isEqualTo("A");
+    assertThat(fs.rename(path(fs, "r/missing"), path(fs, "r/d"))).isFalse();
+  }
+
+  @Test
+  void deleteRemovesFilesAndDirectoriesOnlyRecursively() throws IOException {
+    SimulatedFileSystem fs = open("none");
+    Path dir = path(fs, "d");
+    write(fs, new Path(dir, "x/y"), "y", false);
+    assertThatThrownBy(() -> fs.delete(dir, false))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("is not empty");
+    assertThat(fs.delete(dir, true)).isTrue();
+    assertThat(Files.exists(tmp.resolve("d"))).isFalse();
+    assertThat(fs.delete(dir, true)).isFalse();
+  }
+
+  @Test
+  void noStateSuffixDiscardsStreamstateStateFilesButKeepsSparkLogs() throws IOException {
+    SimulatedFileSystem fs = open("s3-nostate");
+    Path changelog = path(fs, "cp/state/0/3/changelog/00000000000000000001.changelog");
+    write(fs, changelog, "state bytes", false);
+    write(fs, path(fs, "cp/offsets/0"), "offset", false);
+    assertThat(Files.exists(tmp.resolve("cp/state/0/3/changelog"))).isFalse();
+    assertThat(fs.listStatus(path(fs, "cp/state/0/3/changelog"))).isEmpty();
+    assertThat(fs.getFileStatus(path(fs, "cp/state/0/3/changelog")).isDirectory()).isTrue();
+    assertThat(read(fs, path(fs, "cp/offsets/0"))).isEqualTo("offset");
+    Map<String, Long> c = counters(fs);
+    // Only the offset file is a request: create, write, open.
+    assertThat(c)
+        .containsEntry("create", 1L)
+        .containsEntry("write", 1L)
+        .containsEntry("filesWritten", 1L)
+        .containsEntry("stateFilesWritten", 0L)
+        .containsEntry("bytesWritten", 6L);
+  }
+
+  @Test
+  void tagsMakeSeparateInstancesWithTheirOwnCounters() throws IOException {
+    String tag = UUID.randomUUID().toString().substring(0, 8);
+    SimulatedFileSystem a = open("slow-datanode.a" + tag, 42);
+    SimulatedFileSystem b = open("slow-datanode.b" + tag, 42);
+    write(a, path(a, "t/1"), "1", false);
+    write(a, path(a, "t/2"), "2", false);
+    write(b, path(b, "u/1"), "1", false);
+    assertThat(counters(a)).containsEntry("filesWritten", 2L);
+    assertThat(counters(b)).containsEntry("filesWritten", 1L);
+  }
+
+  @Test
+  void rejectsAnUnknownProfile() {
+    assertThatThrownBy(() -> open("tape.x", 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Unknown simfs profile 'tape'");
+  }
+}
