@@ -66,9 +66,12 @@ final class Report {
         }
       }
     }
-    // group key: workload | keys | storage  ->  provider -> rows
+    // group key: workload | keys | storage  ->  provider -> rows (matrix and heap cells)
     Map<String, Map<String, List<Row>>> groups = new TreeMap<>();
     for (Row r : rows) {
+      if (r.s("phase").equals("saturation")) {
+        continue;
+      }
       String g = r.s("workload") + "|" + r.s("keys") + "|" + r.s("storage");
       groups
           .computeIfAbsent(g, k -> new TreeMap<>(Report::providerOrder))
@@ -80,39 +83,57 @@ final class Report {
     StringBuilder md = new StringBuilder();
     md.append(
         "# Side-by-side benchmark: streamstate vs Spark 4.2 built-in state store providers\n\n");
+    StringBuilder sizes = new StringBuilder();
+    for (long keys : settings.keySizes) {
+      sizes.append(
+          String.format(
+              Locale.ROOT,
+              "%s%s keys at %d rows per batch, %d steady batches",
+              sizes.length() == 0 ? "" : "; ",
+              humanKeys(Long.toString(keys)),
+              settings.rowsPerBatch(keys),
+              settings.batches(keys)));
+    }
     md.append(
         String.format(
             Locale.ROOT,
-            "Mode **%s**: %d round(s), %d steady batches per run (batches %d+ counted), %d shuffle"
-                + " partitions, local[2], simulated stalls scaled by %.1f. Total run time %d s"
+            "Mode **%s**: %d round(s); %s per run (batches %d+ counted); %s matrix; %d shuffle"
+                + " partitions, local[%d], simulated stalls scaled by %.1f. Total run time %s"
                 + " (%s).%n%n",
             settings.mode,
             settings.rounds,
-            settings.batches(settings.keySizes.get(0)),
+            sizes,
             FIRST_MEASURED_BATCH,
+            settings.matrix,
             settings.shufflePartitions,
+            settings.localThreads,
             settings.stallScale,
-            seconds,
+            seconds < 0 ? "not recorded (report rewritten)" : seconds + " s",
             System.getProperty("os.name")
                 + ", "
                 + Runtime.getRuntime().availableProcessors()
                 + " cores"));
+    if (settings.heap()) {
+      heapSection(md, groups, settings, dir);
+    }
     md.append(
         "Batch duration = `triggerExecution` (ms). ×ours = this provider's figure divided by"
             + " streamstate's in the same group (>1: streamstate is faster). commit = state"
             + " `commitTimeMs` summed over partitions and operators (phases differ per provider)."
-            + " req/batch = simulated storage requests per batch"
-            + " (create/write/open/rename/delete/mkdirs/status/list summed), files = files written"
-            + " per batch, MB = MB written per batch (simulated storages only). heap = JVM heap"
+            + " Per batch, simulated storages only (`–` on local): files = durable files written"
+            + " (all: state files and Spark's offset and commit logs), state files = those under"
+            + " the checkpoint's `state/` directory, meta ops = storage metadata operations"
+            + " (create, open, rename, delete, mkdirs, status, list: every request but the data"
+            + " write; all requests = files + meta ops), MB = MB written. heap = JVM heap"
             + " used after the batch (MB, p50, whole JVM). recovery = ms from start() of the"
             + " restarted query to the end of its first batch (median over rounds). rows/s ="
             + " input rows / sum of batch durations (trigger back to back).\n\n");
     md.append(
         "| workload | keys | storage | provider | n | p50 | p95 | p99 | max | p50 ×ours | p99"
-            + " ×ours | commit p50 | addBatch p50 | req/batch | files | MB | heap | state rows |"
-            + " recovery | rows/s |\n");
+            + " ×ours | commit p50 | addBatch p50 | files | state files | meta ops | MB | heap |"
+            + " state rows | recovery | rows/s |\n");
     md.append(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
       String[] key = g.getKey().split("\\|");
       Map<String, double[]> durations = new LinkedHashMap<>();
@@ -133,13 +154,12 @@ final class Report {
         double[] t = durations.get(provider);
         List<Row> recovery =
             p.getValue().stream().filter(r -> r.s("phase").equals("recovery")).toList();
-        double requests =
+        double metadataOps =
             mean(
                 steady.stream()
                     .mapToDouble(
                         r ->
                             r.d("create")
-                                + r.d("write")
                                 + r.d("open")
                                 + r.d("rename")
                                 + r.d("delete")
@@ -164,8 +184,9 @@ final class Report {
                     ratio(pct(t, 99), ours == null ? Double.NaN : pct(ours, 99)),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("commitMs"))), 50)),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("addBatchMs"))), 50)),
-                    num(requests),
                     num(mean(steady.stream().mapToDouble(r -> r.d("filesWritten")))),
+                    num(mean(steady.stream().mapToDouble(r -> r.d("stateFilesWritten")))),
+                    num(metadataOps),
                     num(mean(steady.stream().mapToDouble(r -> r.d("bytesWritten"))) / 1e6),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("heapMb"))), 50)),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("stateRows"))), 100)),
@@ -181,13 +202,169 @@ final class Report {
       String base = (key[0] + "-" + humanKeys(key[1]) + "-" + key[2]).replace('/', '_');
       cdfChart(charts.resolve("cdf-" + base + ".png"), g.getKey().replace('|', ' '), durations);
       timeChart(
-          charts.resolve("timeline-" + base + ".png"), g.getKey().replace('|', ' '), g.getValue());
+          charts.resolve("timeline-" + base + ".png"),
+          "Batch duration over time: " + g.getKey().replace('|', ' '),
+          g.getValue(),
+          "triggerMs",
+          "batch duration (ms)");
     }
+    saturationSection(md, rows);
     md.append(
         "\nCharts: `charts/cdf-<workload>-<keys>-<storage>.png` (batch duration CDF per provider,"
             + " log x) and `charts/timeline-<...>.png` (batch duration per batch id, every round,"
             + " steady phase incl. warm-up). Raw data: `batches-round<N>.csv`, `runs.csv`.\n");
     Files.writeString(dir.resolve("results.md"), md.toString());
+  }
+
+  /**
+   * Throughput at saturation: per provider, input rows over the sum of batch durations of the
+   * counted saturation batches (large fixed batches, trigger back to back), all rounds pooled.
+   */
+  private static void saturationSection(StringBuilder md, List<Row> rows) {
+    Map<String, List<Row>> byProvider = new TreeMap<>(Report::providerOrder);
+    for (Row r : rows) {
+      if (r.s("phase").equals("saturation") && r.d("batchId") >= FIRST_MEASURED_BATCH) {
+        byProvider.computeIfAbsent(r.s("provider"), k -> new ArrayList<>()).add(r);
+      }
+    }
+    if (byProvider.isEmpty()) {
+      return;
+    }
+    Map<String, Double> rate = new LinkedHashMap<>();
+    for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
+      double in = e.getValue().stream().mapToDouble(r -> r.d("inputRows")).sum();
+      double ms = e.getValue().stream().mapToDouble(r -> r.d("triggerMs")).sum();
+      rate.put(e.getKey(), ms > 0 ? in * 1000 / ms : Double.NaN);
+    }
+    Row any = byProvider.values().iterator().next().get(0);
+    md.append("\n## Throughput at saturation\n\n");
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "%s, %s keys, local disk: fixed batches of %s input rows, trigger back to back,"
+                + " batches %d+ counted, every round pooled. rows/s = input rows / sum of batch"
+                + " durations; ÷ours = this provider's rows/s divided by streamstate's (<1: fewer"
+                + " rows/s than ours).%n%n",
+            any.s("workload"),
+            humanKeys(any.s("keys")),
+            any.s("inputRows"),
+            FIRST_MEASURED_BATCH));
+    md.append(
+        "| provider | n | batch p50 | batch max | commit p50 | state rows | rows/s | ÷ours |\n");
+    md.append("|---|---|---|---|---|---|---|---|\n");
+    Double ours = rate.get(OURS);
+    for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
+      double[] t = sorted(e.getValue().stream().mapToDouble(r -> r.d("triggerMs")));
+      md.append(
+          String.join(
+                  " | ",
+                  "| " + (e.getKey().equals(OURS) ? "**" + OURS + "**" : e.getKey()),
+                  Integer.toString(t.length),
+                  ms(pct(t, 50)),
+                  ms(pct(t, 100)),
+                  ms(pct(sorted(e.getValue().stream().mapToDouble(r -> r.d("commitMs"))), 50)),
+                  ms(pct(sorted(e.getValue().stream().mapToDouble(r -> r.d("stateRows"))), 100)),
+                  ms(rate.get(e.getKey())),
+                  ratio(rate.get(e.getKey()), ours == null ? Double.NaN : ours))
+              + " |\n");
+    }
+  }
+
+  /**
+   * Heap mode: per provider, the heap used after a full GC and the resident set, before the query
+   * (baseline) and after each of the last three batches (the state is full by then).
+   */
+  private static void heapSection(
+      StringBuilder md,
+      Map<String, Map<String, List<Row>>> groups,
+      SideBySideBenchmark.Settings settings,
+      Path dir) {
+    md.append("## Memory at the large state size\n\n");
+    md.append(
+        "Each provider in a JVM of its own (-Xmx "
+            + System.getProperty("bench.childXmx", "6g")
+            + "). heap = heap used after a forced full GC (`System.gc()`, MemoryMXBean), MB;"
+            + " RSS = the process's resident set (`VmRSS`: heap, RocksDB's native memory,"
+            + " everything), MB. baseline = before the query started (Spark session up). The"
+            + " samples after a batch are taken on the listener thread while the next batch"
+            + " runs, so they include one batch's working memory (the same input for every"
+            + " provider). last 3 = median (max) of the samples after the last three batches."
+            + " heap ×ours = this provider's last-3 median minus baseline, divided by"
+            + " streamstate's (>1: ours holds less).\n\n");
+    md.append(
+        "| workload | keys | provider | state rows | heap baseline | heap last 3 | heap Δ |"
+            + " heap ×ours | RSS baseline | RSS last 3 | RSS Δ | batch p50 |\n");
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
+      String[] key = g.getKey().split("\\|");
+      int batches = settings.batches(Long.parseLong(key[1]));
+      Map<String, double[]> deltas = new LinkedHashMap<>();
+      List<String[]> lines = new ArrayList<>();
+      for (Map.Entry<String, List<Row>> p : g.getValue().entrySet()) {
+        List<Row> base =
+            p.getValue().stream().filter(r -> r.s("phase").equals("baseline")).toList();
+        List<Row> last =
+            p.getValue().stream()
+                .filter(r -> r.s("phase").equals("steady"))
+                .filter(r -> r.d("batchId") >= batches - 3)
+                .filter(r -> !Double.isNaN(r.d("heapAfterGcMb")))
+                .toList();
+        double heapBase = pct(sorted(base.stream().mapToDouble(r -> r.d("heapAfterGcMb"))), 50);
+        double rssBase = pct(sorted(base.stream().mapToDouble(r -> r.d("rssMb"))), 50);
+        double[] heap = sorted(last.stream().mapToDouble(r -> r.d("heapAfterGcMb")));
+        double[] rss = sorted(last.stream().mapToDouble(r -> r.d("rssMb")));
+        double[] t =
+            sorted(
+                p.getValue().stream()
+                    .filter(r -> r.s("phase").equals("steady"))
+                    .filter(r -> r.d("batchId") >= FIRST_MEASURED_BATCH)
+                    .mapToDouble(r -> r.d("triggerMs")));
+        double heapDelta = pct(heap, 50) - heapBase;
+        deltas.put(p.getKey(), new double[] {heapDelta});
+        lines.add(
+            new String[] {
+              key[0],
+              humanKeys(key[1]),
+              p.getKey().equals(OURS) ? "**" + OURS + "**" : p.getKey(),
+              ms(pct(sorted(p.getValue().stream().mapToDouble(r -> r.d("stateRows"))), 100)),
+              ms(heapBase),
+              ms(pct(heap, 50)) + " (" + ms(pct(heap, 100)) + ")",
+              ms(heapDelta),
+              p.getKey(),
+              ms(rssBase),
+              ms(pct(rss, 50)) + " (" + ms(pct(rss, 100)) + ")",
+              ms(pct(rss, 50) - rssBase),
+              ms(pct(t, 50))
+            });
+      }
+      double[] ours = deltas.get(OURS);
+      for (String[] line : lines) {
+        line[7] = ratio(deltas.get(line[7])[0], ours == null ? Double.NaN : ours[0]);
+        md.append("| ").append(String.join(" | ", line)).append(" |\n");
+      }
+      String base = (key[0] + "-" + humanKeys(key[1]) + "-" + key[2]).replace('/', '_');
+      try {
+        timeChart(md, dir, base, g.getKey().replace('|', ' '), g.getValue());
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+    md.append("\n");
+  }
+
+  /** Heap after GC per batch id and provider, one chart per group. */
+  private static void timeChart(
+      StringBuilder md, Path dir, String base, String title, Map<String, List<Row>> byProvider)
+      throws IOException {
+    Path charts = dir.resolve("charts");
+    Files.createDirectories(charts);
+    timeChart(
+        charts.resolve("heap-" + base + ".png"),
+        "Heap after full GC: " + title,
+        byProvider,
+        "heapAfterGcMb",
+        "heap used after GC (MB)");
+    md.append("\nChart: `charts/heap-").append(base).append(".png` (heap after GC per batch).\n");
   }
 
   private static int providerOrder(String a, String b) {
@@ -328,22 +505,22 @@ final class Report {
     ImageIO.write(img, "png", file.toFile());
   }
 
-  private static void timeChart(Path file, String title, Map<String, List<Row>> byProvider)
+  private static void timeChart(
+      Path file, String title, Map<String, List<Row>> byProvider, String column, String yLabel)
       throws IOException {
     double maxY = 1;
     double maxX = 1;
     for (List<Row> rows : byProvider.values()) {
       for (Row r : rows) {
-        if (r.s("phase").equals("steady")) {
-          maxY = Math.max(maxY, r.d("triggerMs"));
+        if (r.s("phase").equals("steady") && !Double.isNaN(r.d(column))) {
+          maxY = Math.max(maxY, r.d(column));
           maxX = Math.max(maxX, r.d("batchId"));
         }
       }
     }
     maxY *= 1.1;
     BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g =
-        frame(img, "Batch duration over time: " + title, "batch id", "batch duration (ms)");
+    Graphics2D g = frame(img, title, "batch id", yLabel);
     for (int i = 0; i <= 5; i++) {
       int y = H - B - i * (H - T - B) / 5;
       g.setColor(new Color(0xE0E0E0));
@@ -362,10 +539,10 @@ final class Report {
       g.setStroke(new BasicStroke(e.getKey().equals(OURS) ? 3f : 2f));
       Map<String, List<double[]>> byRound = new TreeMap<>();
       for (Row r : e.getValue()) {
-        if (r.s("phase").equals("steady")) {
+        if (r.s("phase").equals("steady") && !Double.isNaN(r.d(column))) {
           byRound
               .computeIfAbsent(r.s("round"), k -> new ArrayList<>())
-              .add(new double[] {r.d("batchId"), r.d("triggerMs")});
+              .add(new double[] {r.d("batchId"), r.d(column)});
         }
       }
       for (List<double[]> pts : byRound.values()) {

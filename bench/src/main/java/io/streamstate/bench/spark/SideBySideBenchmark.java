@@ -31,16 +31,25 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
  * queries, same deterministic input, same (simulated) storage.
  *
  * <pre>
- * SideBySideBenchmark --mode short|full [--out DIR] [--rounds N] [--batches N]
+ * SideBySideBenchmark --mode short|full|heap [--out DIR] [--rounds N] [--batches N]
  *                     [--storages local,s3,...] [--workloads window-agg,...]
+ *                     [--providers streamstate,hdfs,...] [--keys N[,N]] [--rows-per-batch N]
+ *                     [--shuffle-partitions N] [--local-threads N] [--matrix full|trimmed]
+ *                     [--saturation-rows N] [--saturation-batches N]
+ * SideBySideBenchmark --report-only RESULTS_DIR [the run's mode and options]
  * </pre>
  *
  * <p>The process started by the user is the orchestrator: it creates {@code DIR/<timestamp>/},
  * starts one child JVM per round (same class path, same JVM flags, {@code -Xmx} from {@code
  * -Dbench.childXmx}), and when all rounds are done writes {@code results.md} and the charts. A
- * child runs every cell of its round in one Spark session ({@code local[2]}), each cell on a fresh
+ * child runs every cell of its round in one Spark session ({@code local[N]}), each cell on a fresh
  * checkpoint, providers innermost so that they alternate (A B C D E A B C D E ...), the provider
- * order rotated by one each round.
+ * order rotated by one each round; then the saturation cells (local disk, large batches, the
+ * providers in the same rotated order).
+ *
+ * <p>Heap mode ({@code --mode heap}) runs each cell in a JVM of its own (no leftovers of other
+ * providers), without warm-up, and after every batch forces a full GC and records the heap used
+ * after it and the process's resident set.
  */
 public final class SideBySideBenchmark {
   /** Counters of the simulated storage recorded per batch. */
@@ -53,10 +62,13 @@ public final class SideBySideBenchmark {
     "mkdirs",
     "status",
     "list",
+    "metadataOps",
     "filesWritten",
+    "stateFilesWritten",
     "bytesWritten",
     "bytesRead",
-    "delayMs"
+    "delayMs",
+    "modelMs"
   };
 
   /** Columns of the per-batch CSV: the batch's identity and timings, the counters, the clock. */
@@ -76,7 +88,9 @@ public final class SideBySideBenchmark {
                 "commitMs",
                 "stateRows",
                 "inputRows",
-                "heapMb"
+                "heapMb",
+                "heapAfterGcMb",
+                "rssMb"
               },
               OP_COUNTERS,
               new String[] {"sinceStartMs"})
@@ -91,6 +105,11 @@ public final class SideBySideBenchmark {
       runRound(settings);
       return;
     }
+    if (settings.reportOnly != null) {
+      // Rewrites results.md and the charts of an earlier (or interrupted) run's folder.
+      Report.write(Paths.get(settings.reportOnly), settings, -1);
+      return;
+    }
     Path base = Paths.get(settings.out).toAbsolutePath();
     Path dir =
         base.resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
@@ -100,14 +119,21 @@ public final class SideBySideBenchmark {
         "side-by-side benchmark, %s mode: %d round(s), %d cells each, results in %s%n",
         settings.mode, settings.rounds, settings.cells(0).size(), dir);
     for (int round = 0; round < settings.rounds; round++) {
-      forkRound(settings, dir, round);
+      if (settings.heap()) {
+        // A JVM per cell: the heap and resident set then hold one provider's state only.
+        for (int cell = 0; cell < settings.cells(round).size(); cell++) {
+          forkRound(settings, dir, round, cell);
+        }
+      } else {
+        forkRound(settings, dir, round, -1);
+      }
     }
     long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start);
     Report.write(dir, settings, seconds);
     System.out.printf("done in %d s: %s%n", seconds, dir.resolve("results.md"));
   }
 
-  private static void forkRound(Settings settings, Path dir, int round) throws Exception {
+  private static void forkRound(Settings settings, Path dir, int round, int cell) throws Exception {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -127,12 +153,18 @@ public final class SideBySideBenchmark {
     cmd.add(Integer.toString(round));
     cmd.add("--dir");
     cmd.add(dir.toString());
+    if (cell >= 0) {
+      cmd.add("--child-cell");
+      cmd.add(Integer.toString(cell));
+    }
     ProcessBuilder pb = new ProcessBuilder(cmd).inheritIO();
     pb.redirectError(ProcessBuilder.Redirect.appendTo(dir.resolve("spark-stderr.log").toFile()));
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
     int rc = pb.start().waitFor();
     if (rc != 0) {
-      System.out.printf("round %d: child JVM exited with %d (see spark-stderr.log)%n", round, rc);
+      System.out.printf(
+          "round %d%s: child JVM exited with %d (see spark-stderr.log)%n",
+          round, cell >= 0 ? " cell " + cell : "", rc);
     }
   }
 
@@ -143,7 +175,7 @@ public final class SideBySideBenchmark {
     int round = settings.childRound;
     SparkSession spark =
         SparkSession.builder()
-            .master("local[2]")
+            .master("local[" + settings.localThreads + "]")
             .appName("streamstate-side-by-side")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.host", "127.0.0.1")
@@ -166,15 +198,25 @@ public final class SideBySideBenchmark {
     Recorder recorder = new Recorder();
     spark.streams().addListener(recorder);
 
-    Path csv = dir.resolve("batches-round" + round + ".csv");
+    List<Cell> cells = settings.cells(round);
+    if (settings.childCell >= 0) {
+      cells = List.of(cells.get(settings.childCell));
+    }
+    Path csv =
+        dir.resolve(
+            "batches-round"
+                + round
+                + (settings.childCell >= 0 ? "-cell" + cells.get(0).id : "")
+                + ".csv");
     Path runs = dir.resolve("runs.csv");
     try (PrintWriter out =
         new PrintWriter(
             Files.newBufferedWriter(
                 csv, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING))) {
       out.println(String.join(",", CSV_COLUMNS));
-      List<Cell> cells = settings.cells(round);
-      warmUp(spark, recorder, settings, dir, round);
+      if (!settings.heap()) {
+        warmUp(spark, recorder, settings, dir, round);
+      }
       int i = 0;
       for (Cell cell : cells) {
         i++;
@@ -189,13 +231,15 @@ public final class SideBySideBenchmark {
         out.flush();
         long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         System.out.printf(
-            "round %d cell %2d/%d %-18s %-10s %4dk %-14s %6d ms  %s%n",
+            "round %d cell %2d/%d %-10s %-18s %-10s %5dk %7d rows/batch %-14s %6d ms  %s%n",
             round,
             i,
             cells.size(),
+            cell.kind,
             cell.provider.label,
             cell.workload.label,
             cell.keys / 1000,
+            cell.rowsPerBatch,
             cell.storage,
             ms,
             outcome);
@@ -205,6 +249,7 @@ public final class SideBySideBenchmark {
                     ",",
                     Integer.toString(round),
                     cell.id,
+                    cell.kind,
                     cell.provider.label,
                     cell.workload.label,
                     Long.toString(cell.keys),
@@ -236,7 +281,15 @@ public final class SideBySideBenchmark {
       Workload w = settings.workloads.get(i % settings.workloads.size());
       {
         Cell cell =
-            new Cell("warmup-" + provider.label + "-" + w.label, provider, w, 10_000, "local");
+            new Cell(
+                "warmup-" + provider.label + "-" + w.label,
+                "warmup",
+                provider,
+                w,
+                10_000,
+                "local",
+                2_000,
+                3);
         spark.conf().set("spark.sql.streaming.stateStore.providerClass", provider.className);
         Path checkpoint = dir.resolve("checkpoints").resolve(cell.id() + "-r" + round);
         runQuery(
@@ -285,8 +338,10 @@ public final class SideBySideBenchmark {
     } else {
       checkpoint = checkpointDir.toUri().toString();
     }
-    int batches = settings.batches(cell.keys);
-    long timeoutMs = settings.cellTimeoutMs(cell.keys);
+    long timeoutMs = settings.cellTimeoutMs(cell);
+    if (settings.heap()) {
+      recordHeapBaseline(cell, round, out);
+    }
     String steady =
         runQuery(
             spark,
@@ -296,11 +351,13 @@ public final class SideBySideBenchmark {
             round,
             checkpoint,
             authority,
-            "steady",
-            batches,
+            cell.kind.equals("saturation") ? "saturation" : "steady",
+            cell.batches,
             timeoutMs,
             out);
-    if (cell.provider.discardsState) {
+    // No recovery run for the baseline (nothing to recover), the saturation runs (measured in the
+    // matrix) and heap mode (memory only).
+    if (cell.provider.discardsState || !cell.kind.equals("matrix")) {
       return steady;
     }
     String recovery =
@@ -333,11 +390,13 @@ public final class SideBySideBenchmark {
       PrintWriter out)
       throws Exception {
     String name = "c" + cell.id + "r" + round + "-" + phase;
-    Recording rec = new Recording(name, batches, authority, Instant.now().toEpochMilli());
+    Recording rec =
+        new Recording(
+            name, batches, authority, Instant.now().toEpochMilli(), settings.heap() && out != null);
     recorder.current = rec;
     StreamingQuery query =
         cell.workload
-            .build(spark, cell.keys, settings.rowsPerBatch(cell.keys))
+            .build(spark, cell.keys, cell.rowsPerBatch)
             .writeStream()
             .queryName(name)
             .format("noop")
@@ -372,22 +431,64 @@ public final class SideBySideBenchmark {
         return result;
       }
       for (Map<String, Object> row : rec.rows) {
-        row.put("round", round);
-        row.put("cell", cell.id);
-        row.put("provider", cell.provider.label);
-        row.put("workload", cell.workload.label);
-        row.put("keys", cell.keys);
-        row.put("storage", cell.storage);
-        row.put("phase", phase);
-        List<String> values = new ArrayList<>();
-        for (String c : CSV_COLUMNS) {
-          Object v = row.get(c);
-          values.add(v == null ? "" : v.toString());
-        }
-        out.println(String.join(",", values));
+        writeRow(out, row, cell, round, phase);
       }
       return result + " (" + rec.rows.size() + " batches)";
     }
+  }
+
+  private static void writeRow(
+      PrintWriter out, Map<String, Object> row, Cell cell, int round, String phase) {
+    row.put("round", round);
+    row.put("cell", cell.id);
+    row.put("provider", cell.provider.label);
+    row.put("workload", cell.workload.label);
+    row.put("keys", cell.keys);
+    row.put("storage", cell.storage);
+    row.put("phase", phase);
+    List<String> values = new ArrayList<>();
+    for (String c : CSV_COLUMNS) {
+      Object v = row.get(c);
+      values.add(v == null ? "" : v.toString());
+    }
+    out.println(String.join(",", values));
+  }
+
+  /** Heap mode: the JVM's heap after a full GC and its resident set before the query starts. */
+  private static void recordHeapBaseline(Cell cell, int round, PrintWriter out) {
+    Map<String, Object> row = new HashMap<>();
+    row.put("batchId", -1);
+    row.putAll(sampleMemory());
+    writeRow(out, row, cell, round, "baseline");
+    out.flush();
+  }
+
+  /**
+   * Forces a full GC ({@code System.gc()}; G1 collects fully unless told otherwise) and reads the
+   * heap used after it and the process's resident set ({@code VmRSS} of /proc/self/status: heap,
+   * RocksDB's native memory, code, threads, everything).
+   */
+  static Map<String, Object> sampleMemory() {
+    System.gc();
+    Map<String, Object> m = new HashMap<>();
+    m.put(
+        "heapAfterGcMb", ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed() >> 20);
+    m.put("rssMb", residentSetKb() >> 10);
+    return m;
+  }
+
+  /** {@code VmRSS} in kB, or -1 where /proc is not there. */
+  static long residentSetKb() {
+    try {
+      for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+        if (line.startsWith("VmRSS:")) {
+          return Long.parseLong(line.replaceAll("[^0-9]", ""));
+        }
+      }
+    } catch (IOException | NumberFormatException e) {
+      // not Linux
+    }
+    return -1;
   }
 
   /** One query's progress records. */
@@ -396,14 +497,16 @@ public final class SideBySideBenchmark {
     final CountDownLatch done;
     final String authority;
     final long startEpochMs;
+    final boolean sampleMemory;
     final List<Map<String, Object>> rows = new ArrayList<>();
     Map<String, Long> lastCounters;
 
-    Recording(String name, int batches, String authority, long startEpochMs) {
+    Recording(String name, int batches, String authority, long startEpochMs, boolean sampleMemory) {
       this.name = name;
       this.done = new CountDownLatch(batches);
       this.authority = authority;
       this.startEpochMs = startEpochMs;
+      this.sampleMemory = sampleMemory;
       this.lastCounters =
           authority == null ? null : SimulatedFileSystem.counters(authority).snapshot();
     }
@@ -442,6 +545,13 @@ public final class SideBySideBenchmark {
       long end =
           Instant.parse(p.timestamp()).toEpochMilli() + d.getOrDefault("triggerExecution", 0L);
       row.put("sinceStartMs", end - rec.startEpochMs);
+      long left = rec.done.getCount();
+      if (rec.sampleMemory && left > 0 && (left <= 3 || p.batchId() % 3 == 0)) {
+        // The last three batches (the report's figures) and every third before them (the chart).
+        // On the listener thread, so the next batch is already running: its working memory is in
+        // the figure, the same for every provider.
+        row.putAll(sampleMemory());
+      }
       synchronized (rec) {
         if (rec.authority != null) {
           Map<String, Long> now = SimulatedFileSystem.counters(rec.authority).snapshot();
@@ -482,6 +592,15 @@ public final class SideBySideBenchmark {
         false),
     NO_DURABILITY("no-durability", "io.streamstate.spark.StreamStateProvider", false, true);
 
+    static Provider byLabel(String label) {
+      for (Provider p : values()) {
+        if (p.label.equals(label)) {
+          return p;
+        }
+      }
+      throw new IllegalArgumentException("Unknown provider " + label);
+    }
+
     final String label;
     final String className;
     final boolean changelog;
@@ -495,7 +614,19 @@ public final class SideBySideBenchmark {
     }
   }
 
-  record Cell(String id, Provider provider, Workload workload, long keys, String storage) {}
+  /**
+   * One run: {@code kind} is {@code matrix} (steady phase, then recovery), {@code saturation}
+   * (steady phase only, large batches) or {@code heap} (steady phase only, memory sampled).
+   */
+  record Cell(
+      String id,
+      String kind,
+      Provider provider,
+      Workload workload,
+      long keys,
+      String storage,
+      long rowsPerBatch,
+      int batches) {}
 
   /** Mode and overrides. */
   static final class Settings {
@@ -504,12 +635,20 @@ public final class SideBySideBenchmark {
     String out = "bench/target/results";
     String dir;
     int childRound = -1;
+    int childCell = -1;
+    String reportOnly;
     int rounds;
     Integer batchesOverride;
-    List<String> storages = List.of("local", "slow-datanode", "busy-namenode", "s3");
-    List<Workload> workloads = List.of(Workload.values());
+    Long rowsPerBatchOverride;
+    List<String> storages;
+    List<Workload> workloads;
+    List<Provider> providers;
     List<Long> keySizes;
     int shufflePartitions = 4;
+    int localThreads = 2;
+    String matrix;
+    long saturationRows = -1;
+    int saturationBatches;
     double stallScale;
 
     static Settings parse(String[] argv) {
@@ -517,34 +656,79 @@ public final class SideBySideBenchmark {
       for (int i = 0; i < argv.length; i++) {
         String a = argv[i];
         String v = i + 1 < argv.length ? argv[i + 1] : null;
+        if (v == null) {
+          throw new IllegalArgumentException("Missing value after " + a);
+        }
         switch (a) {
           case "--mode" -> s.mode = v;
           case "--out" -> s.out = v;
           case "--dir" -> s.dir = v;
           case "--child-round" -> s.childRound = Integer.parseInt(v);
+          case "--child-cell" -> s.childCell = Integer.parseInt(v);
+          case "--report-only" -> s.reportOnly = v;
           case "--rounds" -> s.rounds = Integer.parseInt(v);
           case "--batches" -> s.batchesOverride = Integer.parseInt(v);
+          case "--rows-per-batch" -> s.rowsPerBatchOverride = Long.parseLong(v);
           case "--storages" -> s.storages = List.of(v.split(","));
           case "--workloads" ->
               s.workloads = Stream.of(v.split(",")).map(Workload::byLabel).toList();
+          case "--providers" ->
+              s.providers = Stream.of(v.split(",")).map(Provider::byLabel).toList();
+          case "--keys" -> s.keySizes = Stream.of(v.split(",")).map(Long::parseLong).toList();
           case "--shuffle-partitions" -> s.shufflePartitions = Integer.parseInt(v);
+          case "--local-threads" -> s.localThreads = Integer.parseInt(v);
+          case "--matrix" -> s.matrix = v;
+          case "--saturation-rows" -> s.saturationRows = Long.parseLong(v);
+          case "--saturation-batches" -> s.saturationBatches = Integer.parseInt(v);
           default -> throw new IllegalArgumentException("Unknown argument " + a);
         }
         i++;
-        if (!a.equals("--child-round") && !a.equals("--dir")) {
+        if (!a.equals("--child-round") && !a.equals("--dir") && !a.equals("--child-cell")) {
           s.args.add(a);
           s.args.add(v);
         }
       }
-      boolean full = s.mode.equals("full");
-      if (!full && !s.mode.equals("short")) {
-        throw new IllegalArgumentException("--mode is short or full, not " + s.mode);
+      if (!List.of("short", "full", "heap").contains(s.mode)) {
+        throw new IllegalArgumentException("--mode is short, full or heap, not " + s.mode);
       }
+      boolean full = s.mode.equals("full");
+      boolean heap = s.mode.equals("heap");
       if (s.rounds == 0) {
         s.rounds = full ? 3 : 1;
       }
-      s.keySizes = full ? List.of(100_000L, 10_000_000L) : List.of(50_000L);
+      if (s.keySizes == null) {
+        s.keySizes =
+            full ? List.of(100_000L, 10_000_000L) : heap ? List.of(10_000_000L) : List.of(100_000L);
+      }
+      if (s.storages == null) {
+        s.storages =
+            heap ? List.of("local") : List.of("local", "slow-datanode", "busy-namenode", "s3");
+      }
+      if (s.workloads == null) {
+        s.workloads = heap ? List.of(Workload.WINDOW_AGG) : List.of(Workload.values());
+      }
+      if (s.providers == null) {
+        s.providers =
+            heap
+                ? List.of(Provider.STREAMSTATE, Provider.HDFS, Provider.ROCKSDB)
+                : List.of(Provider.values());
+      }
+      if (s.matrix == null) {
+        s.matrix = s.mode.equals("short") ? "trimmed" : "full";
+      }
+      if (!s.matrix.equals("full") && !s.matrix.equals("trimmed")) {
+        throw new IllegalArgumentException("--matrix is full or trimmed, not " + s.matrix);
+      }
+      if (s.saturationRows < 0) {
+        s.saturationRows = heap ? 0 : full ? 500_000 : 100_000;
+      }
+      if (s.saturationBatches == 0) {
+        s.saturationBatches = full ? 10 : 5;
+      }
       s.stallScale = full ? 1.0 : 0.1;
+      if (s.shufflePartitions < 1 || s.localThreads < 1) {
+        throw new IllegalArgumentException("--shuffle-partitions and --local-threads must be >= 1");
+      }
       for (String storage : s.storages) {
         if (!storage.equals("local") && !LatencyModel.isKnown(storage)) {
           throw new IllegalArgumentException("Unknown storage " + storage);
@@ -557,9 +741,18 @@ public final class SideBySideBenchmark {
       return mode.equals("full");
     }
 
+    boolean heap() {
+      return mode.equals("heap");
+    }
+
     int batches(long keys) {
       if (batchesOverride != null) {
         return batchesOverride;
+      }
+      if (heap()) {
+        // The state is full after `keys` input rows (batch 9 at keys/10 rows per batch); the
+        // samples after batches 9, 10 and 11 are the figures.
+        return 12;
       }
       if (!full()) {
         return 6;
@@ -568,27 +761,81 @@ public final class SideBySideBenchmark {
     }
 
     long rowsPerBatch(long keys) {
+      if (rowsPerBatchOverride != null) {
+        return rowsPerBatchOverride;
+      }
+      if (heap()) {
+        return Math.max(1, keys / 10);
+      }
       return keys > 1_000_000 ? 500_000 : keys / 5;
     }
 
-    long cellTimeoutMs(long keys) {
-      return (keys > 1_000_000 ? 60_000L : 15_000L) * (batches(keys) + 4);
+    long cellTimeoutMs(Cell cell) {
+      if (heap()) {
+        return 15 * 60_000L;
+      }
+      long perBatch = cell.keys > 1_000_000 || cell.rowsPerBatch > 200_000 ? 60_000L : 15_000L;
+      return perBatch * (cell.batches + 4);
     }
 
-    /** The cells of one round, providers innermost, their order rotated by {@code round}. */
+    /**
+     * Whether the trimmed matrix (short mode's default, to stay under 10 minutes) runs this
+     * combination: the no-durability baseline on local disk only, and on {@code s3} (the slowest
+     * storage) the seed job only.
+     */
+    boolean runs(Provider provider, Workload workload, String storage) {
+      if (matrix.equals("full")) {
+        return true;
+      }
+      if (provider.discardsState && !storage.equals("local")) {
+        return false;
+      }
+      return !storage.equals("s3") || workload == Workload.WINDOW_AGG;
+    }
+
+    /**
+     * The cells of one round, providers innermost, their order rotated by {@code round}; then the
+     * saturation cells (seed job, local disk, the first key size, {@code --saturation-rows} per
+     * batch), providers in the same order.
+     */
     List<Cell> cells(int round) {
       List<Cell> cells = new ArrayList<>();
-      Provider[] providers = Provider.values();
       int n = 0;
+      String kind = heap() ? "heap" : "matrix";
       for (long keys : keySizes) {
         for (String storage : storages) {
           for (Workload w : workloads) {
-            for (int p = 0; p < providers.length; p++) {
-              Provider provider = providers[(p + round) % providers.length];
-              cells.add(
-                  new Cell(String.format(Locale.ROOT, "%03d", n++), provider, w, keys, storage));
+            for (int p = 0; p < providers.size(); p++) {
+              Provider provider = providers.get((p + round) % providers.size());
+              if (runs(provider, w, storage)) {
+                cells.add(
+                    new Cell(
+                        String.format(Locale.ROOT, "%03d", n++),
+                        kind,
+                        provider,
+                        w,
+                        keys,
+                        storage,
+                        rowsPerBatch(keys),
+                        batches(keys)));
+              }
             }
           }
+        }
+      }
+      if (saturationRows > 0) {
+        for (int p = 0; p < providers.size(); p++) {
+          Provider provider = providers.get((p + round) % providers.size());
+          cells.add(
+              new Cell(
+                  String.format(Locale.ROOT, "%03d", n++),
+                  "saturation",
+                  provider,
+                  Workload.WINDOW_AGG,
+                  keySizes.get(0),
+                  "local",
+                  saturationRows,
+                  saturationBatches));
         }
       }
       return cells;
