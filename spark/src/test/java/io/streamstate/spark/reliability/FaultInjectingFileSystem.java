@@ -1,0 +1,183 @@
+package io.streamstate.spark.reliability;
+
+import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.OutputStream;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.util.Progressable;
+
+/**
+ * {@code faultfs:///abs/path}: the local disk with atomic create-if-absent (declared by path
+ * capability, so both the provider's {@code HadoopStorage} and {@code
+ * RenameFreeCheckpointFileManager} use {@code create(overwrite=false)}), failing the calls the
+ * installed {@link FaultPlan} names. Spark's own checkpoint files and the provider's state files
+ * both go through it. Register with {@code spark.hadoop.fs.faultfs.impl}.
+ */
+public class FaultInjectingFileSystem extends ExclusiveCreateLocalFileSystem {
+  public static final String SCHEME = "faultfs";
+
+  /** The {@code faultfs:} URI of a local directory. */
+  static String uriOf(java.nio.file.Path local) {
+    return SCHEME + "://" + local.toAbsolutePath();
+  }
+
+  private FaultPlan.StorageFault before(FaultPlan.Op op, Path f) throws IOException {
+    String local = toLocal(f).toString();
+    FaultPlan plan = FaultPlan.forPath(local);
+    FaultPlan.StorageFault fault = plan == null ? null : plan.onCall(op, local);
+    if (fault == null) {
+      return null;
+    }
+    switch (fault.kind()) {
+      case ERROR_BEFORE:
+        throw new IOException("Injected fault " + fault + " before " + op + " " + local);
+      case STALL:
+        try {
+          Thread.sleep(FaultPlan.STALL_MILLIS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new InterruptedIOException("interrupted in an injected stall");
+        }
+        return null;
+      default:
+        return fault;
+    }
+  }
+
+  private static IOException after(FaultPlan.StorageFault fault, FaultPlan.Op op, Path f) {
+    return new IOException("Injected fault " + fault + " after " + op + " " + f);
+  }
+
+  @Override
+  public FSDataOutputStream create(
+      Path f,
+      FsPermission permission,
+      boolean overwrite,
+      int bufferSize,
+      short replication,
+      long blockSize,
+      Progressable progress)
+      throws IOException {
+    FaultPlan.StorageFault fault = before(FaultPlan.Op.CREATE, f);
+    FSDataOutputStream out =
+        super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
+    if (fault == null) {
+      return out;
+    }
+    if (fault.kind() == FaultPlan.Kind.TORN) {
+      return new FSDataOutputStream(new TornStream(out, fault, f), null);
+    }
+    return new FSDataOutputStream(new FailAfterCloseStream(out, fault, f), null);
+  }
+
+  @Override
+  public FSDataInputStream open(Path f, int bufferSize) throws IOException {
+    FaultPlan.StorageFault fault = before(FaultPlan.Op.OPEN, f);
+    FSDataInputStream in = super.open(f, bufferSize);
+    if (fault != null) {
+      in.close();
+      throw after(fault, FaultPlan.Op.OPEN, f);
+    }
+    return in;
+  }
+
+  @Override
+  public FileStatus[] listStatus(Path f) throws IOException {
+    FaultPlan.StorageFault fault = before(FaultPlan.Op.LIST, f);
+    FileStatus[] listed = super.listStatus(f);
+    if (fault != null) {
+      throw after(fault, FaultPlan.Op.LIST, f);
+    }
+    return listed;
+  }
+
+  @Override
+  public boolean delete(Path f, boolean recursive) throws IOException {
+    FaultPlan.StorageFault fault = before(FaultPlan.Op.DELETE, f);
+    boolean deleted = super.delete(f, recursive);
+    if (fault != null) {
+      throw after(fault, FaultPlan.Op.DELETE, f);
+    }
+    return deleted;
+  }
+
+  /** Writes everything, closes (the file is complete), then fails. */
+  private static final class FailAfterCloseStream extends OutputStream {
+    private final FSDataOutputStream out;
+    private final FaultPlan.StorageFault fault;
+    private final Path path;
+
+    FailAfterCloseStream(FSDataOutputStream out, FaultPlan.StorageFault fault, Path path) {
+      this.out = out;
+      this.fault = fault;
+      this.path = path;
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      out.write(b);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+    }
+
+    @Override
+    public void flush() throws IOException {
+      out.flush();
+    }
+
+    @Override
+    public void close() throws IOException {
+      out.close();
+      throw after(fault, FaultPlan.Op.CREATE, path);
+    }
+  }
+
+  /**
+   * Keeps what is written; at close writes only its first half to the file and fails, as a writer
+   * that died mid-write leaves it on local disk or HDFS.
+   */
+  private static final class TornStream extends OutputStream {
+    private final FSDataOutputStream out;
+    private final FaultPlan.StorageFault fault;
+    private final Path path;
+    private final ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    private boolean closed;
+
+    TornStream(FSDataOutputStream out, FaultPlan.StorageFault fault, Path path) {
+      this.out = out;
+      this.fault = fault;
+      this.path = path;
+    }
+
+    @Override
+    public void write(int b) {
+      buffer.write(b);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) {
+      buffer.write(b, off, len);
+    }
+
+    @Override
+    public void close() throws IOException {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      byte[] bytes = buffer.toByteArray();
+      out.write(bytes, 0, bytes.length / 2);
+      out.close();
+      throw new IOException("Injected fault " + fault + ": torn " + path);
+    }
+  }
+}

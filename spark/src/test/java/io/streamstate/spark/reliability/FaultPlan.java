@@ -1,0 +1,263 @@
+package io.streamstate.spark.reliability;
+
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One seeded fault schedule: a deterministic list of faults derived from a seed, each firing at
+ * most once, and counters of what actually fired. Storage faults fire in {@link
+ * FaultInjectingFileSystem} on the n-th call of one operation on one kind of checkpoint file; task
+ * faults fire in {@link TaskFaults} in the first attempt of one task of one batch.
+ *
+ * <p>The plan in force is a JVM-wide static (Spark instantiates the file system and runs the tasks;
+ * in local mode both are in this JVM). Only paths under the plan's root count, so that maintenance
+ * of an earlier schedule's stores cannot move this schedule's counters.
+ */
+final class FaultPlan {
+  /** Storage operations that can fail. */
+  enum Op {
+    CREATE,
+    OPEN,
+    LIST,
+    DELETE
+  }
+
+  /** Which checkpoint file an operation is on. */
+  enum Target {
+    CHANGELOG,
+    SNAPSHOT,
+    SST,
+    OFFSETS,
+    COMMITS,
+    OTHER;
+
+    boolean ours() {
+      return this == CHANGELOG || this == SNAPSHOT || this == SST;
+    }
+
+    static Target of(String path) {
+      if (path.contains("/state/")) {
+        if (path.contains("/changelog/") || path.endsWith("/changelog")) {
+          return CHANGELOG;
+        }
+        if (path.contains("/snapshot/") || path.endsWith("/snapshot")) {
+          return SNAPSHOT;
+        }
+        if (path.contains("/sst/") || path.endsWith("/sst")) {
+          return SST;
+        }
+        return OTHER;
+      }
+      if (path.contains("/offsets/") || path.endsWith("/offsets")) {
+        return OFFSETS;
+      }
+      if (path.contains("/commits/") || path.endsWith("/commits")) {
+        return COMMITS;
+      }
+      return OTHER;
+    }
+  }
+
+  /** What a fault does. */
+  enum Kind {
+    /** The call fails before it does anything. */
+    ERROR_BEFORE,
+    /** The call does its work, then fails (a create has published its file: "committed, but"). */
+    ERROR_AFTER,
+    /** A create leaves the first half of its bytes at the name and fails (a writer that died). */
+    TORN,
+    /** The call waits {@link #STALL_MILLIS} first. */
+    STALL,
+    /** A task's first attempt fails before its state stores commit. */
+    TASK_BEFORE_COMMIT,
+    /** A task's first attempt fails after its state stores committed (a completion listener). */
+    TASK_AFTER_COMMIT
+  }
+
+  static final long STALL_MILLIS = 1500;
+
+  /** A storage fault: the {@code nth} call (1-based) of {@code op} on {@code target}. */
+  record StorageFault(Op op, Target target, int nth, Kind kind) {
+    @Override
+    public String toString() {
+      return kind + "@" + op + "#" + nth + "(" + target + ")";
+    }
+  }
+
+  /** A task fault: first attempt of partition {@code partition} of {@code site} in a batch. */
+  record TaskFault(long batch, int partition, String site, Kind kind) {
+    @Override
+    public String toString() {
+      return kind + "@" + site + "/batch" + batch + "/part" + partition;
+    }
+  }
+
+  private static final Map<String, FaultPlan> ACTIVE_BY_ROOT = new ConcurrentHashMap<>();
+  private static final Map<Long, FaultPlan> ACTIVE_BY_SEED = new ConcurrentHashMap<>();
+
+  final long seed;
+  final String root;
+  final List<StorageFault> storageFaults;
+  final List<TaskFault> taskFaults;
+  private final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+  private final Map<Object, Boolean> fired = new ConcurrentHashMap<>();
+  private final Map<Kind, AtomicLong> injected = new ConcurrentHashMap<>();
+
+  FaultPlan(long seed, String root, List<StorageFault> storage, List<TaskFault> tasks) {
+    this.seed = seed;
+    this.root = root;
+    this.storageFaults = List.copyOf(storage);
+    this.taskFaults = List.copyOf(tasks);
+  }
+
+  /**
+   * The schedule of {@code seed} for a query of {@code batches} data batches and {@code partitions}
+   * shuffle partitions, restricted to files under the local path {@code root}.
+   */
+  static FaultPlan generate(long seed, String root, int batches, int partitions) {
+    Random r = new Random(seed * 0x9E3779B97F4A7C15L + 17);
+    List<StorageFault> storage = new ArrayList<>();
+    int storageCount = 2 + r.nextInt(4);
+    for (int i = 0; i < storageCount; i++) {
+      storage.add(randomStorageFault(r, batches));
+    }
+    List<TaskFault> tasks = new ArrayList<>();
+    int taskCount = r.nextInt(3);
+    for (int i = 0; i < taskCount; i++) {
+      tasks.add(
+          new TaskFault(
+              r.nextInt(batches),
+              r.nextInt(partitions),
+              r.nextBoolean() ? TaskFaults.SITE_JOIN : TaskFaults.SITE_AGGREGATE,
+              r.nextBoolean() ? Kind.TASK_BEFORE_COMMIT : Kind.TASK_AFTER_COMMIT));
+    }
+    return new FaultPlan(seed, root, storage, tasks);
+  }
+
+  private static StorageFault randomStorageFault(Random r, int batches) {
+    // Our files are written by every store of every batch (about 12 changelogs a batch here);
+    // Spark's offsets and commits once a batch.
+    Target target =
+        switch (r.nextInt(10)) {
+          case 0, 1, 2, 3 -> Target.CHANGELOG;
+          case 4 -> Target.SNAPSHOT;
+          case 5 -> Target.SST;
+          case 6 -> Target.OFFSETS;
+          case 7 -> Target.COMMITS;
+          default -> Target.OTHER;
+        };
+    Op op =
+        switch (r.nextInt(10)) {
+          case 0, 1, 2, 3, 4, 5 -> Op.CREATE;
+          case 6, 7 -> Op.OPEN;
+          case 8 -> Op.LIST;
+          default -> Op.DELETE;
+        };
+    int perBatch = target.ours() || target == Target.OTHER ? 12 : 1;
+    int nth = 1 + r.nextInt(Math.max(1, perBatch * batches));
+    Kind kind =
+        switch (r.nextInt(8)) {
+          case 0, 1, 2 -> Kind.ERROR_BEFORE;
+          case 3, 4 -> Kind.ERROR_AFTER;
+          case 5 -> Kind.STALL;
+          // A torn file of Spark's own logs cannot be recovered without a hand (spark/README.md,
+          // "Caveat"): torn files only where the provider promises to handle them.
+          default -> op == Op.CREATE && target.ours() ? Kind.TORN : Kind.ERROR_BEFORE;
+        };
+    return new StorageFault(op, target, nth, kind);
+  }
+
+  /** Puts the plan in force (its root must not overlap another plan's). */
+  static void install(FaultPlan plan) {
+    ACTIVE_BY_ROOT.put(plan.root, plan);
+    ACTIVE_BY_SEED.put(plan.seed, plan);
+  }
+
+  static void uninstall(FaultPlan plan) {
+    ACTIVE_BY_ROOT.remove(plan.root, plan);
+    ACTIVE_BY_SEED.remove(plan.seed, plan);
+  }
+
+  /** The plan in force for a local path, or null. */
+  static FaultPlan forPath(String localPath) {
+    for (FaultPlan plan : ACTIVE_BY_ROOT.values()) {
+      if (localPath.startsWith(plan.root)) {
+        return plan;
+      }
+    }
+    return null;
+  }
+
+  /** The plan in force with this seed, or null. */
+  static FaultPlan forSeed(long seed) {
+    return ACTIVE_BY_SEED.get(seed);
+  }
+
+  /** The storage fault for this call, if one fires now (counts the call). */
+  StorageFault onCall(Op op, String localPath) {
+    if (!localPath.startsWith(root)) {
+      return null;
+    }
+    Target target = Target.of(localPath);
+    int n = calls.computeIfAbsent(op + "/" + target, k -> new AtomicInteger()).incrementAndGet();
+    for (StorageFault f : storageFaults) {
+      if (f.op() == op && f.target() == target && f.nth() == n && fire(f)) {
+        return f;
+      }
+    }
+    return null;
+  }
+
+  /** The task fault for this task attempt, if one fires now. */
+  TaskFault onTask(long batch, int partition, String site) {
+    for (TaskFault f : taskFaults) {
+      if (f.batch() == batch && f.partition() == partition && f.site().equals(site) && fire(f)) {
+        return f;
+      }
+    }
+    return null;
+  }
+
+  private boolean fire(Object fault) {
+    if (fired.putIfAbsent(fault, Boolean.TRUE) != null) {
+      return false;
+    }
+    Kind kind = fault instanceof StorageFault s ? s.kind() : ((TaskFault) fault).kind();
+    injected.computeIfAbsent(kind, k -> new AtomicLong()).incrementAndGet();
+    return true;
+  }
+
+  /** The faults that fired, by kind. */
+  Map<Kind, Long> injectedByKind() {
+    Map<Kind, Long> m = new EnumMap<>(Kind.class);
+    injected.forEach((k, v) -> m.put(k, v.get()));
+    return m;
+  }
+
+  /** The faults that fired, for a log line. */
+  List<String> firedFaults() {
+    List<String> names = new ArrayList<>();
+    fired.keySet().forEach(f -> names.add(f.toString()));
+    names.sort(null);
+    return names;
+  }
+
+  /** Calls seen per operation and target (for a log line). */
+  Map<String, Integer> callCounts() {
+    Map<String, Integer> m = new TreeMap<>();
+    calls.forEach((k, v) -> m.put(k, v.get()));
+    return m;
+  }
+
+  @Override
+  public String toString() {
+    return "seed " + seed + ": storage " + storageFaults + ", tasks " + taskFaults;
+  }
+}
