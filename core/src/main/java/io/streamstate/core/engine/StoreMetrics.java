@@ -21,7 +21,7 @@ public final class StoreMetrics {
   final AtomicLong sstFilesUploaded = new AtomicLong();
   final AtomicLong sstFilesReused = new AtomicLong();
   final AtomicLong filesDeleted = new AtomicLong();
-  final AtomicLong idempotentCommits = new AtomicLong();
+  final AtomicLong invalidFilesSkipped = new AtomicLong();
 
   /** An immutable reading of all counters. */
   public record Snapshot(
@@ -39,7 +39,7 @@ public final class StoreMetrics {
       long sstFilesUploaded,
       long sstFilesReused,
       long filesDeleted,
-      long idempotentCommits) {}
+      long invalidFilesSkipped) {}
 
   public Snapshot snapshot() {
     return new Snapshot(
@@ -57,6 +57,6 @@ public final class StoreMetrics {
         sstFilesUploaded.get(),
         sstFilesReused.get(),
         filesDeleted.get(),
-        idempotentCommits.get());
+        invalidFilesSkipped.get());
   }
 }
