@@ -22,6 +22,9 @@ public final class StoreMetrics {
   final AtomicLong sstFilesReused = new AtomicLong();
   final AtomicLong filesDeleted = new AtomicLong();
   final AtomicLong invalidFilesSkipped = new AtomicLong();
+  final AtomicLong hedgesFired = new AtomicLong();
+  final AtomicLong hedgesWon = new AtomicLong();
+  final AtomicLong versionsLost = new AtomicLong();
 
   /** An immutable reading of all counters. */
   public record Snapshot(
@@ -39,7 +42,10 @@ public final class StoreMetrics {
       long sstFilesUploaded,
       long sstFilesReused,
       long filesDeleted,
-      long invalidFilesSkipped) {}
+      long invalidFilesSkipped,
+      long hedgesFired,
+      long hedgesWon,
+      long versionsLost) {}
 
   public Snapshot snapshot() {
     return new Snapshot(
@@ -57,6 +63,9 @@ public final class StoreMetrics {
         sstFilesUploaded.get(),
         sstFilesReused.get(),
         filesDeleted.get(),
-        invalidFilesSkipped.get());
+        invalidFilesSkipped.get(),
+        hedgesFired.get(),
+        hedgesWon.get(),
+        versionsLost.get());
   }
 }

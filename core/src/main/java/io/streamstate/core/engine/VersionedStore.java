@@ -3,12 +3,15 @@ package io.streamstate.core.engine;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.format.FileKind;
 import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.format.SnapshotManifest;
+import io.streamstate.core.hedge.HedgedPublish;
+import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.Storages;
@@ -20,6 +23,7 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -58,7 +62,14 @@ public final class VersionedStore implements AutoCloseable {
   private final Path localDir;
   private final StoreOptions options;
   private final RocksDbMemoryBudget budget;
+  private final HedgedWriter hedger;
   private final StoreMetrics metrics = new StoreMetrics();
+
+  /** Background uploads in {@code async} durability; null in {@code sync}. */
+  private final AsyncUploads uploads;
+
+  /** How long {@link #close()} waits for pending async uploads. */
+  private static final long CLOSE_FLUSH_MILLIS = 30_000;
 
   /** Guards the local instance, its version and the open transaction. */
   private final ReentrantLock lock = new ReentrantLock();
@@ -93,13 +104,19 @@ public final class VersionedStore implements AutoCloseable {
       String prefix,
       Path localDir,
       StoreOptions options,
-      RocksDbMemoryBudget budget) {
+      RocksDbMemoryBudget budget,
+      HedgedWriter hedger) {
     this.name = name;
     this.storage = storage;
     this.layout = new StoreLayout(prefix);
     this.localDir = localDir;
     this.options = options;
     this.budget = budget;
+    this.hedger = hedger;
+    this.uploads =
+        options.isAsync()
+            ? new AsyncUploads(name, options.asyncMaxLagVersions(), this::publishAsync)
+            : null;
   }
 
   /**
@@ -117,13 +134,29 @@ public final class VersionedStore implements AutoCloseable {
       Path localDir,
       StoreOptions options,
       RocksDbMemoryBudget budget) {
+    return open(name, storage, prefix, localDir, options, budget, null);
+  }
+
+  /**
+   * Opens a store whose changelog writes are hedged by {@code hedger} (shared by the stores of a
+   * process; null for plain writes): a write slower than the hedger's deadline is written again
+   * under the commit's alternate name, and the first copy to complete commits the version.
+   */
+  public static VersionedStore open(
+      String name,
+      Storage storage,
+      String prefix,
+      Path localDir,
+      StoreOptions options,
+      RocksDbMemoryBudget budget,
+      HedgedWriter hedger) {
     deleteRecursively(localDir);
     try {
       Files.createDirectories(localDir);
     } catch (IOException e) {
       throw new StreamStateException("Cannot create local directory " + localDir + ": " + e, e);
     }
-    return new VersionedStore(name, storage, prefix, localDir, options, budget);
+    return new VersionedStore(name, storage, prefix, localDir, options, budget, hedger);
   }
 
   public String name() {
@@ -222,8 +255,15 @@ public final class VersionedStore implements AutoCloseable {
       // c1: the changes as one changelog payload, naming the commit it builds on.
       Changelog changelog = tx.toChangelog(newVersion, commitId, localId);
       byte[] payload = changelog.encode();
-      // c2: publish it under an attempt-unique name: the one durable step.
-      long written = publishChangelog(newVersion, commitId, payload);
+      // c2: publish it under an attempt-unique name: the one durable step. In async durability
+      // the upload is queued instead (and this waits while the lag is at its maximum).
+      long written;
+      if (uploads != null) {
+        uploads.submit(new AsyncUploads.Pending(newVersion, commitId, payload));
+        written = payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
+      } else {
+        written = publishChangelog(newVersion, commitId, payload);
+      }
       // c3: apply locally. Durable state is the truth: a local failure now only costs a restore.
       try {
         db.apply(changelog);
@@ -268,7 +308,25 @@ public final class VersionedStore implements AutoCloseable {
   private long publishChangelog(long version, long commitId, byte[] payload) {
     String file = layout.changelog(version, commitId);
     try {
-      storage.create(file, FramedFile.writer(FileKind.CHANGELOG, payload));
+      if (hedger != null && hedger.policy().isEnabled()) {
+        HedgedPublish published =
+            hedger.publish(
+                storage,
+                file,
+                layout.hedgeChangelog(version, commitId),
+                FramedFile.frame(FileKind.CHANGELOG, payload));
+        if (published.hedgeFired()) {
+          metrics.hedgesFired.incrementAndGet();
+          metrics.filesWritten.incrementAndGet(); // the second copy, deleted once it loses
+          metrics.bytesWritten.addAndGet(
+              payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH);
+        }
+        if (published.hedgeWon()) {
+          metrics.hedgesWon.incrementAndGet();
+        }
+      } else {
+        storage.create(file, FramedFile.writer(FileKind.CHANGELOG, payload));
+      }
     } catch (FileAlreadyExistsException e) {
       // Commit ids are random 64-bit numbers: a clash means a broken random source or a store
       // that reports a name taken when it is not. Either way nothing of ours was published.
@@ -286,6 +344,52 @@ public final class VersionedStore implements AutoCloseable {
     metrics.filesWritten.incrementAndGet();
     metrics.bytesWritten.addAndGet(bytes);
     return bytes;
+  }
+
+  /**
+   * Uploads one changelog of an async store. A retry after an unknown outcome or a taken name first
+   * reads back both names the commit may have used, and else writes the alternate name.
+   */
+  private void publishAsync(AsyncUploads.Pending p) {
+    try {
+      publishChangelog(p.version(), p.commitId(), p.payload());
+      return;
+    } catch (OutcomeUnknownException | RetryableException e) {
+      if (e instanceof RetryableException
+          && !(e.getCause() instanceof FileAlreadyExistsException)) {
+        throw e; // nothing published: the uploader retries
+      }
+    }
+    String primary = layout.changelog(p.version(), p.commitId());
+    String alternate = layout.hedgeChangelog(p.version(), p.commitId());
+    for (String file : List.of(primary, alternate)) {
+      try {
+        if (Arrays.equals(FramedFile.readPayload(storage, file, FileKind.CHANGELOG), p.payload())) {
+          return; // an earlier try did publish it
+        }
+      } catch (CorruptFileException | MissingFileException absent) {
+        // not there whole: try the next name
+      }
+    }
+    try {
+      storage.create(alternate, FramedFile.writer(FileKind.CHANGELOG, p.payload()));
+      metrics.filesWritten.incrementAndGet();
+    } catch (FileAlreadyExistsException taken) {
+      throw new RetryableException(
+          "Store "
+              + name
+              + ": both names of version "
+              + p.version()
+              + " hold incomplete copies ("
+              + FramedFile.location(storage, primary)
+              + "); retrying",
+          taken);
+    }
+  }
+
+  /** Versions committed locally but not yet durable (0 in sync durability). */
+  public int uploadLag() {
+    return uploads == null ? 0 : uploads.pending();
   }
 
   /**
@@ -412,6 +516,10 @@ public final class VersionedStore implements AutoCloseable {
       // No changelog of the version is left (retention keeps the base snapshot alone).
       List<StoreLayout.SnapshotName> snaps = listing.snapshots().getOrDefault(version, List.of());
       if (snaps.isEmpty()) {
+        if (options.isAsync() && skipped.isEmpty()) {
+          resumeFromNewestDurable(version, listing);
+          return;
+        }
         throw noCommitOf(version, listing, skipped);
       }
       v = version;
@@ -477,6 +585,57 @@ public final class VersionedStore implements AutoCloseable {
       localId = step.commitId;
       lineage.put(step.version, step.commitId);
       metrics.changelogsReplayed.incrementAndGet();
+    }
+  }
+
+  /**
+   * Async durability, after losing the process that held the newest versions: loads the newest
+   * durable version {@code d} within the lag bound, then publishes empty changelogs for {@code d+1
+   * .. version} so that the lineage says plainly what was lost, and counts and logs the loss.
+   */
+  private void resumeFromNewestDurable(long version, Listing listing) {
+    long floor = Math.max(0, version - options.asyncMaxLagVersions());
+    long durable = -1;
+    for (long d = version - 1; d >= floor; d--) {
+      if (d == 0 || listing.changelogs().containsKey(d) || listing.snapshots().containsKey(d)) {
+        durable = d;
+        break;
+      }
+    }
+    if (durable < 0) {
+      throw new MissingFileException(
+          lineageFailure(
+              version,
+              "no durable version within the async lag bound of "
+                  + options.asyncMaxLagVersions()
+                  + " versions (versions "
+                  + floor
+                  + " to "
+                  + (version - 1)
+                  + " have no changelog or snapshot in "
+                  + FramedFile.location(storage, layout.changelogDir())
+                  + ")",
+              List.of()));
+    }
+    load(durable);
+    long lost = version - durable;
+    LOG.warn(
+        "Store {}: versions {} to {} were committed in async durability but never uploaded (their"
+            + " process was lost); resuming from version {}: the changes of {} batch(es) are lost",
+        name,
+        durable + 1,
+        version,
+        durable,
+        lost);
+    metrics.versionsLost.addAndGet(lost);
+    for (long v = durable + 1; v <= version; v++) {
+      long commitId = CommitIds.next();
+      Changelog bridge = new Changelog(v, commitId, localId, List.of(), List.of());
+      publishChangelog(v, commitId, bridge.encode());
+      db.apply(bridge);
+      localVersion = v;
+      localId = commitId;
+      lineage.put(v, commitId);
     }
   }
 
@@ -969,6 +1128,16 @@ public final class VersionedStore implements AutoCloseable {
       closed = true;
       if (openTransaction != null) {
         openTransaction = null;
+      }
+      if (uploads != null) {
+        List<Long> lost = uploads.close(CLOSE_FLUSH_MILLIS);
+        if (!lost.isEmpty()) {
+          LOG.warn(
+              "Store {}: closing with versions {} committed but not uploaded (async durability);"
+                  + " they are lost unless this process uploads them later",
+              name,
+              lost);
+        }
       }
       discardLocal();
       deleteRecursively(localDir);
