@@ -2,6 +2,8 @@ package io.streamstate.spark;
 
 import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.hedge.HedgePolicy;
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -35,7 +37,31 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <tr><td>{@value #LOCK_TIMEOUT_MS}</td><td>120000</td><td>how long a task waits for another
  *       task's store of the same partition to be committed, aborted or released before
  *       failing</td></tr>
+ *   <tr><td>{@value #DURABILITY}</td><td>sync</td><td>{@code sync}: a commit returns once its
+ *       changelog is durable (Spark's exactly-once). {@code async}: a commit returns once applied
+ *       locally and its upload follows; losing an executor loses up to {@value
+ *       #ASYNC_MAX_LAG_VERSIONS} versions of each of its stores, which then resume from their
+ *       newest durable version (logged at WARN, counted in {@code streamstateVersionsLost}). Only
+ *       for users who accept losing those batches' state changes</td></tr>
+ *   <tr><td>{@value #ASYNC_MAX_LAG_VERSIONS}</td><td>1</td><td>in {@code async}: the most versions
+ *       a store may be ahead of durable storage; a commit waits while it is</td></tr>
+ *   <tr><td>{@value #HEDGE_ENABLED}</td><td>true</td><td>hedge slow changelog writes: a write
+ *       still running at its deadline is written again under the commit's alternate name and the
+ *       first copy to complete commits (the other is deleted); see {@code docs/protocol.md},
+ *       "Hedged writes"</td></tr>
+ *   <tr><td>{@value #HEDGE_FLOOR_MS}</td><td>20</td><td>the deadline is never shorter than
+ *       this</td></tr>
+ *   <tr><td>{@value #HEDGE_INITIAL_DEADLINE_MS}</td><td>200</td><td>the deadline until enough
+ *       write latencies are known</td></tr>
+ *   <tr><td>{@value #HEDGE_MULTIPLIER}</td><td>1.5</td><td>the deadline is this times the
+ *       {@value #HEDGE_PERCENTILE} percentile of the executor's recent write latencies</td></tr>
+ *   <tr><td>{@value #HEDGE_PERCENTILE}</td><td>0.95</td><td>see above</td></tr>
+ *   <tr><td>{@value #HEDGE_BUDGET_FRACTION}</td><td>0.05</td><td>at most about this fraction of
+ *       writes are hedged (token bucket per executor)</td></tr>
  * </table>
+ *
+ * <p>The hedge settings are per executor JVM: the first store opened in a JVM fixes them, like the
+ * memory cap.
  *
  * <p>Retention comes from Spark's {@code spark.sql.streaming.minBatchesToRetain} (default 100):
  * loading any of the newest that many versions stays possible.
@@ -49,6 +75,14 @@ public final class StreamStateConf {
   public static final String TORN_FILE_GRACE_MS = PREFIX + "tornFileGraceMs";
   public static final String LOCAL_DIR = PREFIX + "localDir";
   public static final String LOCK_TIMEOUT_MS = PREFIX + "lockTimeoutMs";
+  public static final String DURABILITY = PREFIX + "durability";
+  public static final String ASYNC_MAX_LAG_VERSIONS = PREFIX + "durability.asyncMaxLagVersions";
+  public static final String HEDGE_ENABLED = PREFIX + "hedge.enabled";
+  public static final String HEDGE_FLOOR_MS = PREFIX + "hedge.floorMs";
+  public static final String HEDGE_INITIAL_DEADLINE_MS = PREFIX + "hedge.initialDeadlineMs";
+  public static final String HEDGE_MULTIPLIER = PREFIX + "hedge.multiplier";
+  public static final String HEDGE_PERCENTILE = PREFIX + "hedge.percentile";
+  public static final String HEDGE_BUDGET_FRACTION = PREFIX + "hedge.budgetFraction";
 
   public static final long DEFAULT_MEMORY_CAP_BYTES = RocksDbMemoryBudget.DEFAULT_CAP_BYTES;
   public static final long DEFAULT_TORN_FILE_GRACE_MS =
@@ -63,16 +97,19 @@ public final class StreamStateConf {
   private final long memoryCapBytes;
   private final Optional<String> localDir;
   private final long lockTimeoutMs;
+  private final HedgePolicy hedgePolicy;
 
   private StreamStateConf(
       StoreOptions storeOptions,
       long memoryCapBytes,
       Optional<String> localDir,
-      long lockTimeoutMs) {
+      long lockTimeoutMs,
+      HedgePolicy hedgePolicy) {
     this.storeOptions = storeOptions;
     this.memoryCapBytes = memoryCapBytes;
     this.localDir = localDir;
     this.lockTimeoutMs = lockTimeoutMs;
+    this.hedgePolicy = hedgePolicy;
   }
 
   /** Reads our keys from the confs Spark passes to a provider. */
@@ -81,9 +118,23 @@ public final class StreamStateConf {
     int retain = storeConf.minVersionsToRetain();
     int interval = (int) readLong(confs, SNAPSHOT_INTERVAL, storeConf.minDeltasForSnapshot());
     long grace = readLong(confs, TORN_FILE_GRACE_MS, DEFAULT_TORN_FILE_GRACE_MS);
+    String durability = confs.getOrDefault(DURABILITY, "sync").trim().toLowerCase(Locale.ROOT);
+    int asyncLag;
+    if (durability.equals("sync")) {
+      asyncLag = 0;
+    } else if (durability.equals("async")) {
+      asyncLag = (int) readLong(confs, ASYNC_MAX_LAG_VERSIONS, 1);
+      if (asyncLag < 1) {
+        throw new IllegalArgumentException(
+            "Invalid value for " + ASYNC_MAX_LAG_VERSIONS + ": " + asyncLag + " (expected >= 1)");
+      }
+    } else {
+      throw new IllegalArgumentException(
+          "Invalid value for " + DURABILITY + ": '" + durability + "' (expected sync or async)");
+    }
     StoreOptions options;
     try {
-      options = new StoreOptions(retain, interval, grace);
+      options = new StoreOptions(retain, interval, grace, asyncLag);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(
           "Invalid streamstate configuration (spark.sql.streaming.minBatchesToRetain="
@@ -104,7 +155,59 @@ public final class StreamStateConf {
     long lockTimeout = readLong(confs, LOCK_TIMEOUT_MS, DEFAULT_LOCK_TIMEOUT_MS);
     String dir = confs.get(LOCAL_DIR);
     return new StreamStateConf(
-        options, cap, Optional.ofNullable(dir).filter(s -> !s.isBlank()), lockTimeout);
+        options,
+        cap,
+        Optional.ofNullable(dir).filter(s -> !s.isBlank()),
+        lockTimeout,
+        hedgePolicy(confs));
+  }
+
+  private static HedgePolicy hedgePolicy(Map<String, String> confs) {
+    String enabled = confs.getOrDefault(HEDGE_ENABLED, "true").trim().toLowerCase(Locale.ROOT);
+    if (!enabled.equals("true") && !enabled.equals("false")) {
+      throw new IllegalArgumentException(
+          "Invalid value for " + HEDGE_ENABLED + ": '" + enabled + "' (expected true or false)");
+    }
+    HedgePolicy defaults = HedgePolicy.defaults();
+    HedgePolicy.Builder b = HedgePolicy.builder();
+    if (enabled.equals("false")) {
+      return b.disable().build();
+    }
+    try {
+      return b.floor(Duration.ofMillis(readLong(confs, HEDGE_FLOOR_MS, 20)))
+          .initialDeadline(Duration.ofMillis(readLong(confs, HEDGE_INITIAL_DEADLINE_MS, 200)))
+          .multiplier(readDouble(confs, HEDGE_MULTIPLIER, 1.5))
+          .percentile(readDouble(confs, HEDGE_PERCENTILE, 0.95))
+          .budgetFraction(readDouble(confs, HEDGE_BUDGET_FRACTION, 0.05))
+          .build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "Invalid streamstate hedge configuration (keys "
+              + PREFIX
+              + "hedge.*; defaults "
+              + defaults
+              + "): "
+              + e.getMessage(),
+          e);
+    }
+  }
+
+  /** The hedging policy for this executor's changelog writes. */
+  public HedgePolicy hedgePolicy() {
+    return hedgePolicy;
+  }
+
+  private static double readDouble(Map<String, String> confs, String key, double defaultValue) {
+    String value = confs.get(key);
+    if (value == null || value.isBlank()) {
+      return defaultValue;
+    }
+    try {
+      return Double.parseDouble(value.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          "Invalid value for " + key + ": '" + value + "' (expected a number)", e);
+    }
   }
 
   public StoreOptions storeOptions() {

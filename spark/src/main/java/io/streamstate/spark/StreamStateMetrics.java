@@ -62,6 +62,25 @@ public final class StreamStateMetrics {
       new StateStoreCustomSumMetric(
           "streamstateChangelogsReplayed", "streamstate: changelogs replayed by loads");
 
+  public static final StateStoreCustomSumMetric HEDGES_FIRED =
+      new StateStoreCustomSumMetric(
+          "streamstateHedgesFired",
+          "streamstate: changelog writes that passed their deadline and were hedged");
+  public static final StateStoreCustomSumMetric HEDGES_WON =
+      new StateStoreCustomSumMetric(
+          "streamstateHedgesWon",
+          "streamstate: hedged changelog writes whose hedge completed first");
+
+  public static final StateStoreCustomSumMetric VERSIONS_LOST =
+      new StateStoreCustomSumMetric(
+          "streamstateVersionsLost",
+          "streamstate: versions lost by async durability when a store resumed from its newest"
+              + " durable version (always 0 in sync)");
+  public static final StateStoreCustomSumMetric UPLOAD_LAG =
+      new StateStoreCustomSumMetric(
+          "streamstateUploadLagVersions",
+          "streamstate: versions committed but not yet durable (async durability; 0 in sync)");
+
   private static final List<StateStoreCustomMetric> ALL =
       List.of(
           COMMIT_LATENCY,
@@ -73,7 +92,11 @@ public final class StreamStateMetrics {
           SNAPSHOTS_WRITTEN,
           WARM_LOADS,
           DURABLE_LOADS,
-          CHANGELOGS_REPLAYED);
+          CHANGELOGS_REPLAYED,
+          HEDGES_FIRED,
+          HEDGES_WON,
+          VERSIONS_LOST,
+          UPLOAD_LAG);
 
   /** Spark's own per-partition "last uploaded snapshot version" instance metric. */
   public static final StateStoreSnapshotLastUploadInstanceMetric SNAPSHOT_LAST_UPLOADED =
@@ -96,7 +119,7 @@ public final class StreamStateMetrics {
    * between the previous commit of this provider and this one ({@code before} to {@code after}).
    */
   static Map<StateStoreCustomMetric, Object> ofCommit(
-      StoreMetrics.Snapshot before, StoreMetrics.Snapshot after, long snapshotLag) {
+      StoreMetrics.Snapshot before, StoreMetrics.Snapshot after, long snapshotLag, int uploadLag) {
     Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
     m.put(COMMIT_LATENCY, after.lastCommitNanos() / 1_000_000L);
     m.put(COMMIT_BYTES, after.lastCommitBytes());
@@ -108,6 +131,10 @@ public final class StreamStateMetrics {
     m.put(WARM_LOADS, after.warmLoads() - before.warmLoads());
     m.put(DURABLE_LOADS, after.durableLoads() - before.durableLoads());
     m.put(CHANGELOGS_REPLAYED, after.changelogsReplayed() - before.changelogsReplayed());
+    m.put(HEDGES_FIRED, after.hedgesFired() - before.hedgesFired());
+    m.put(HEDGES_WON, after.hedgesWon() - before.hedgesWon());
+    m.put(VERSIONS_LOST, after.versionsLost() - before.versionsLost());
+    m.put(UPLOAD_LAG, uploadLag);
     return m;
   }
 }

@@ -4,6 +4,7 @@ import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.hedge.HedgedWriter;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.UUID;
@@ -89,6 +90,17 @@ public class StreamStateProvider implements StateStoreProvider {
   private volatile StreamStateConf conf;
   private volatile VersionedStore store;
   private volatile RocksDbMemoryBudget budget;
+
+  /** One hedged writer per JVM: its deadline learns from, and its budget bounds, all stores. */
+  private static HedgedWriter hedger;
+
+  private static synchronized HedgedWriter sharedHedger(StreamStateConf conf) {
+    if (hedger == null) {
+      hedger = new HedgedWriter(conf.hedgePolicy());
+    }
+    return hedger;
+  }
+
   private volatile StateStoreProviderId providerId;
   private volatile boolean closed;
 
@@ -137,7 +149,8 @@ public class StreamStateProvider implements StateStoreProvider {
             location.prefix(),
             localDir,
             conf.storeOptions(),
-            budget);
+            budget,
+            sharedHedger(conf));
     this.metricsAtLastCommit = store.metrics().snapshot();
     LIVE_PROVIDERS.incrementAndGet();
     LOG.debug(
@@ -343,7 +356,7 @@ public class StreamStateProvider implements StateStoreProvider {
     long lastSnapshot = store.lastSnapshotVersion();
     Map<StateStoreCustomMetric, Object> values =
         StreamStateMetrics.ofCommit(
-            metricsAtLastCommit, now, newVersion - Math.max(0, lastSnapshot));
+            metricsAtLastCommit, now, newVersion - Math.max(0, lastSnapshot), store.uploadLag());
     metricsAtLastCommit = now;
     return values;
   }

@@ -44,7 +44,9 @@ import java.util.function.Predicate;
  * <ul>
  *   <li><b>Scripted:</b> {@link #failBefore(long)} and {@link #failAfter(long)} fail the call with
  *       a given index, so a test can run a protocol once to count its calls, then crash it at each
- *       call in turn.
+ *       call in turn. {@link #failBefore(CallKind, String)}, {@link #failAfter(CallKind, String)}
+ *       and {@link #tearCreate(String)} fault the next call on a given name instead, for protocols
+ *       whose concurrent calls arrive in no fixed order.
  *   <li><b>By rule</b> (see {@link Builder}), drawn from a {@link Random} with the given seed: the
  *       same seed and the same sequence of calls give the same faults.
  *       <ul>
@@ -305,6 +307,9 @@ public final class FaultInjectingStorage implements Storage {
     }
   }
 
+  /** A scripted fault's target: the next call of a kind on a name. */
+  private record Target(CallKind kind, String name) {}
+
   /** What was decided for one call, all at once, so that draws follow the order of calls. */
   private record Plan(
       Call call,
@@ -329,6 +334,9 @@ public final class FaultInjectingStorage implements Storage {
   private final Queue<Call> log = new ConcurrentLinkedQueue<>();
   private final Set<Long> scriptedBefore = ConcurrentHashMap.newKeySet();
   private final Set<Long> scriptedAfter = ConcurrentHashMap.newKeySet();
+  private final Set<Target> scriptedBeforeByName = ConcurrentHashMap.newKeySet();
+  private final Set<Target> scriptedAfterByName = ConcurrentHashMap.newKeySet();
+  private final Set<String> scriptedTorn = ConcurrentHashMap.newKeySet();
   private final List<Stall> stalls = new CopyOnWriteArrayList<>();
   private volatile boolean crashed;
 
@@ -371,6 +379,30 @@ public final class FaultInjectingStorage implements Storage {
    */
   public void failAfter(long callIndex) {
     scriptedAfter.add(callIndex);
+  }
+
+  /**
+   * Fails the next call of {@code kind} on {@code name} (for {@link CallKind#LIST}, the prefix)
+   * before it reaches the delegate, with {@link RetryableException}. One call only.
+   */
+  public void failBefore(CallKind kind, String name) {
+    scriptedBeforeByName.add(new Target(Objects.requireNonNull(kind, "kind"), name));
+  }
+
+  /**
+   * Lets the next call of {@code kind} on {@code name} take effect at the delegate, then fails it
+   * as if its reply was lost (see the class comment for which exception). One call only.
+   */
+  public void failAfter(CallKind kind, String name) {
+    scriptedAfterByName.add(new Target(Objects.requireNonNull(kind, "kind"), name));
+  }
+
+  /**
+   * Tears the next create of {@code name}: only a strictly shorter prefix of its content is
+   * published, then it throws {@link OutcomeUnknownException} (empty content cannot be torn).
+   */
+  public void tearCreate(String name) {
+    scriptedTorn.add(Objects.requireNonNull(name, "name"));
   }
 
   /** From now on every call fails without reaching the delegate, until {@link #recover()}. */
@@ -488,6 +520,9 @@ public final class FaultInjectingStorage implements Storage {
       Duration delay = latency[kind.ordinal()].delay(random);
       before |= scriptedBefore.remove(call.index());
       after |= scriptedAfter.remove(call.index());
+      before |= scriptedBeforeByName.remove(new Target(kind, name));
+      after |= scriptedAfterByName.remove(new Target(kind, name));
+      torn |= kind == CallKind.CREATE && scriptedTorn.remove(name);
       return new Plan(call, before, after, torn, tornFraction, delay);
     }
   }

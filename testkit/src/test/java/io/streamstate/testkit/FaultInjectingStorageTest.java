@@ -172,6 +172,46 @@ class FaultInjectingStorageTest {
     }
   }
 
+  @Test
+  void faultsScriptedByNameHitOnlyTheNextCallOfThatKindOnThatName() {
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(memory, 1).build();
+    storage.failBefore(CallKind.CREATE, "b");
+    storage.failAfter(CallKind.CREATE, "c");
+
+    storage.create("a", bytes("a"));
+    assertThat(storage.list("b")).isEmpty(); // another kind on the name: not faulted
+    assertThatThrownBy(() -> storage.create("b", bytes("b")))
+        .isInstanceOf(RetryableException.class)
+        .hasMessage("injected fault before create of b (call #2)");
+    assertThatThrownBy(() -> storage.create("c", bytes("c")))
+        .isInstanceOf(OutcomeUnknownException.class)
+        .hasMessage("injected fault after create of c (call #3) (it took effect)");
+    storage.create("b", bytes("b")); // one call only: the retry goes through
+
+    assertThat(memory.names()).containsExactlyInAnyOrder("a", "b", "c");
+    assertThat(storage.injectedFaults())
+        .containsEntry(FaultKind.ERROR_BEFORE, 1L)
+        .containsEntry(FaultKind.ERROR_AFTER, 1L);
+  }
+
+  @Test
+  void tearCreateTearsOnlyTheNextCreateOfThatName() {
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(memory, 5).build();
+    storage.tearCreate("torn");
+    byte[] content = utf8("a longer content than one byte");
+
+    storage.create("whole", ContentWriter.ofBytes(content));
+    assertThatThrownBy(() -> storage.create("torn", ContentWriter.ofBytes(content)))
+        .isInstanceOf(OutcomeUnknownException.class)
+        .hasMessageStartingWith("injected torn write in create of torn (call #1)");
+    storage.create("torn2", ContentWriter.ofBytes(content));
+
+    assertThat(memory.bytes("whole")).isEqualTo(content);
+    assertThat(memory.bytes("torn2")).isEqualTo(content);
+    assertThat(memory.bytes("torn").length).isLessThan(content.length);
+    assertThat(storage.injectedFaults()).containsEntry(FaultKind.TORN_WRITE, 1L);
+  }
+
   // ---- torn writes ----
 
   @Test

@@ -174,8 +174,6 @@ public final class StateTransaction implements AutoCloseable {
    * Makes the changes version {@code version() + 1}: durable once this returns.
    *
    * @return the new version
-   * @throws io.streamstate.core.error.ConflictException another writer committed that version first
-   *     with different content; this transaction is aborted
    * @throws io.streamstate.core.error.RetryableException nothing was committed; aborted
    * @throws io.streamstate.core.error.OutcomeUnknownException the changelog may or may not be
    *     durable; aborted; load again to find out
@@ -223,7 +221,7 @@ public final class StateTransaction implements AutoCloseable {
   }
 
   /** The changelog of this transaction's changes, as version {@code newVersion}. */
-  Changelog toChangelog(long newVersion) {
+  Changelog toChangelog(long newVersion, long commitId, long parentId) {
     List<Changelog.FamilyChanges> changes = new ArrayList<>();
     for (String family : new TreeSet<>(overlays.keySet())) {
       Overlay overlay = overlays.get(family);
@@ -237,7 +235,7 @@ public final class StateTransaction implements AutoCloseable {
       }
       changes.add(new Changelog.FamilyChanges(family, list));
     }
-    return new Changelog(newVersion, List.copyOf(familyOps), changes);
+    return new Changelog(newVersion, commitId, parentId, List.copyOf(familyOps), changes);
   }
 
   LocalDb db() {

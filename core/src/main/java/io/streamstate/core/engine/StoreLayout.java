@@ -1,20 +1,37 @@
 package io.streamstate.core.engine;
 
+import java.util.HexFormat;
+
 /**
  * Where a store's durable files live, relative to its prefix:
  *
  * <pre>
- * changelog/&lt;version, 20 digits&gt;.changelog   one per committed version
- * snapshot/&lt;version, 20 digits&gt;.snapshot     one manifest per snapshot
- * sst/&lt;sha-256 of content&gt;-&lt;length&gt;.sst       shared by every snapshot containing it
+ * changelog/&lt;version&gt;-&lt;commit id&gt;.changelog     one per commit attempt of a version
+ * changelog/&lt;version&gt;-&lt;commit id&gt;-h.changelog   the same bytes, written by a hedge
+ * snapshot/&lt;version&gt;-&lt;commit id&gt;.snapshot       one manifest per snapshot
+ * sst/&lt;sha-256 of content&gt;-&lt;length&gt;.sst           shared by every snapshot containing it
  * </pre>
+ *
+ * Versions are 20 decimal digits, commit ids 16 hex digits. A commit id names one commit attempt of
+ * one version (random, never reused), so names are attempt-unique: racing writers never contend for
+ * a name, and each changelog records the commit id of the version it was built on (its parent),
+ * which is how loads follow one lineage (see {@code docs/protocol.md}).
  */
 public final class StoreLayout {
   public static final String CHANGELOG_DIR = "changelog/";
   public static final String SNAPSHOT_DIR = "snapshot/";
   public static final String SST_DIR = "sst/";
   public static final String CHANGELOG_SUFFIX = ".changelog";
+  public static final String HEDGE_CHANGELOG_SUFFIX = "-h.changelog";
   public static final String SNAPSHOT_SUFFIX = ".snapshot";
+
+  private static final HexFormat HEX = HexFormat.of();
+
+  /** A changelog file name, parsed. */
+  public record ChangelogName(String name, long version, long commitId, boolean hedge) {}
+
+  /** A snapshot manifest name, parsed. */
+  public record SnapshotName(String name, long version, long commitId) {}
 
   private final String prefix;
 
@@ -30,12 +47,17 @@ public final class StoreLayout {
     return prefix;
   }
 
-  public String changelog(long version) {
-    return prefix + CHANGELOG_DIR + String.format("%020d", version) + CHANGELOG_SUFFIX;
+  public String changelog(long version, long commitId) {
+    return changelogDir() + versionAndId(version, commitId) + CHANGELOG_SUFFIX;
   }
 
-  public String snapshot(long version) {
-    return prefix + SNAPSHOT_DIR + String.format("%020d", version) + SNAPSHOT_SUFFIX;
+  /** The name a hedged write of the same changelog uses. */
+  public String hedgeChangelog(long version, long commitId) {
+    return changelogDir() + versionAndId(version, commitId) + HEDGE_CHANGELOG_SUFFIX;
+  }
+
+  public String snapshot(long version, long commitId) {
+    return snapshotDir() + versionAndId(version, commitId) + SNAPSHOT_SUFFIX;
   }
 
   public String sst(String contentHash, long length) {
@@ -46,6 +68,11 @@ public final class StoreLayout {
     return prefix + CHANGELOG_DIR;
   }
 
+  /** The prefix every changelog of {@code version} starts with. */
+  public String changelogsOf(long version) {
+    return changelogDir() + String.format("%020d", version) + "-";
+  }
+
   public String snapshotDir() {
     return prefix + SNAPSHOT_DIR;
   }
@@ -54,19 +81,53 @@ public final class StoreLayout {
     return prefix + SST_DIR;
   }
 
-  /** The version a changelog or snapshot name encodes, or -1 if the name is not one. */
-  public static long versionOf(String name, String suffix) {
-    int slash = name.lastIndexOf('/');
-    String base = name.substring(slash + 1);
-    if (!base.endsWith(suffix) || base.length() != 20 + suffix.length()) {
-      return -1;
+  /** A commit id as it appears in names and messages. */
+  public static String formatId(long commitId) {
+    return HEX.toHexDigits(commitId);
+  }
+
+  private static String versionAndId(long version, long commitId) {
+    return String.format("%020d", version) + "-" + formatId(commitId);
+  }
+
+  /** Parses a changelog name (with or without directories); null if it is not one. */
+  public static ChangelogName parseChangelog(String name) {
+    String base = name.substring(name.lastIndexOf('/') + 1);
+    boolean hedge = base.endsWith(HEDGE_CHANGELOG_SUFFIX);
+    String suffix = hedge ? HEDGE_CHANGELOG_SUFFIX : CHANGELOG_SUFFIX;
+    if (!base.endsWith(suffix)) {
+      return null;
     }
-    String digits = base.substring(0, 20);
-    for (int i = 0; i < digits.length(); i++) {
-      if (!Character.isDigit(digits.charAt(i))) {
-        return -1;
+    long[] parsed = parseVersionAndId(base.substring(0, base.length() - suffix.length()));
+    return parsed == null ? null : new ChangelogName(name, parsed[0], parsed[1], hedge);
+  }
+
+  /** Parses a snapshot manifest name (with or without directories); null if it is not one. */
+  public static SnapshotName parseSnapshot(String name) {
+    String base = name.substring(name.lastIndexOf('/') + 1);
+    if (!base.endsWith(SNAPSHOT_SUFFIX)) {
+      return null;
+    }
+    long[] parsed = parseVersionAndId(base.substring(0, base.length() - SNAPSHOT_SUFFIX.length()));
+    return parsed == null ? null : new SnapshotName(name, parsed[0], parsed[1]);
+  }
+
+  /** "&lt;20 digits&gt;-&lt;16 hex digits&gt;" to {version, id}, or null. */
+  private static long[] parseVersionAndId(String s) {
+    if (s.length() != 20 + 1 + 16 || s.charAt(20) != '-') {
+      return null;
+    }
+    for (int i = 0; i < 20; i++) {
+      if (!Character.isDigit(s.charAt(i))) {
+        return null;
       }
     }
-    return Long.parseLong(digits);
+    String id = s.substring(21);
+    for (int i = 0; i < id.length(); i++) {
+      if (Character.digit(id.charAt(i), 16) < 0 || Character.isUpperCase(id.charAt(i))) {
+        return null;
+      }
+    }
+    return new long[] {Long.parseLong(s.substring(0, 20)), HexFormat.fromHexDigitsToLong(id)};
   }
 }

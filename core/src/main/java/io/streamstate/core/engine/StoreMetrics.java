@@ -21,7 +21,10 @@ public final class StoreMetrics {
   final AtomicLong sstFilesUploaded = new AtomicLong();
   final AtomicLong sstFilesReused = new AtomicLong();
   final AtomicLong filesDeleted = new AtomicLong();
-  final AtomicLong idempotentCommits = new AtomicLong();
+  final AtomicLong invalidFilesSkipped = new AtomicLong();
+  final AtomicLong hedgesFired = new AtomicLong();
+  final AtomicLong hedgesWon = new AtomicLong();
+  final AtomicLong versionsLost = new AtomicLong();
 
   /** An immutable reading of all counters. */
   public record Snapshot(
@@ -39,7 +42,10 @@ public final class StoreMetrics {
       long sstFilesUploaded,
       long sstFilesReused,
       long filesDeleted,
-      long idempotentCommits) {}
+      long invalidFilesSkipped,
+      long hedgesFired,
+      long hedgesWon,
+      long versionsLost) {}
 
   public Snapshot snapshot() {
     return new Snapshot(
@@ -57,6 +63,9 @@ public final class StoreMetrics {
         sstFilesUploaded.get(),
         sstFilesReused.get(),
         filesDeleted.get(),
-        idempotentCommits.get());
+        invalidFilesSkipped.get(),
+        hedgesFired.get(),
+        hedgesWon.get(),
+        versionsLost.get());
   }
 }

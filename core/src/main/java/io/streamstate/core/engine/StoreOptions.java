@@ -11,9 +11,17 @@ package io.streamstate.core.engine;
  * @param tornFileGraceMillis a file that does not verify and is older than this is taken to be the
  *     leftover of a crashed writer and may be removed; younger, it may still be being written
  *     (default 120 s). Also the minimum age of an unreferenced SST before retention deletes it.
+ * @param asyncMaxLagVersions 0 (the default) for {@code sync} durability: a commit returns once its
+ *     changelog is durable. N &gt; 0 for {@code async}: a commit returns once applied locally, its
+ *     upload follows in the background, and a commit waits while N uploads are pending; losing the
+ *     process loses at most the N newest versions, and the next load resumes from the newest
+ *     durable one, logging and counting the versions lost
  */
 public record StoreOptions(
-    int minVersionsToRetain, int snapshotInterval, long tornFileGraceMillis) {
+    int minVersionsToRetain,
+    int snapshotInterval,
+    long tornFileGraceMillis,
+    int asyncMaxLagVersions) {
   public StoreOptions {
     if (minVersionsToRetain < 1) {
       throw new IllegalArgumentException(
@@ -26,21 +34,39 @@ public record StoreOptions(
       throw new IllegalArgumentException(
           "tornFileGraceMillis must be >= 0: " + tornFileGraceMillis);
     }
+    if (asyncMaxLagVersions < 0) {
+      throw new IllegalArgumentException(
+          "asyncMaxLagVersions must be >= 0 (0 = sync): " + asyncMaxLagVersions);
+    }
+  }
+
+  /** Options with {@code sync} durability. */
+  public StoreOptions(int minVersionsToRetain, int snapshotInterval, long tornFileGraceMillis) {
+    this(minVersionsToRetain, snapshotInterval, tornFileGraceMillis, 0);
   }
 
   public static StoreOptions defaults() {
-    return new StoreOptions(100, 10, 120_000);
+    return new StoreOptions(100, 10, 120_000, 0);
+  }
+
+  public boolean isAsync() {
+    return asyncMaxLagVersions > 0;
   }
 
   public StoreOptions withMinVersionsToRetain(int value) {
-    return new StoreOptions(value, snapshotInterval, tornFileGraceMillis);
+    return new StoreOptions(value, snapshotInterval, tornFileGraceMillis, asyncMaxLagVersions);
   }
 
   public StoreOptions withSnapshotInterval(int value) {
-    return new StoreOptions(minVersionsToRetain, value, tornFileGraceMillis);
+    return new StoreOptions(minVersionsToRetain, value, tornFileGraceMillis, asyncMaxLagVersions);
   }
 
   public StoreOptions withTornFileGraceMillis(long value) {
-    return new StoreOptions(minVersionsToRetain, snapshotInterval, value);
+    return new StoreOptions(minVersionsToRetain, snapshotInterval, value, asyncMaxLagVersions);
+  }
+
+  /** {@code async} durability with at most {@code value} versions not yet durable; 0 = sync. */
+  public StoreOptions withAsyncMaxLagVersions(int value) {
+    return new StoreOptions(minVersionsToRetain, snapshotInterval, tornFileGraceMillis, value);
   }
 }

@@ -1,14 +1,17 @@
 package io.streamstate.core.engine;
 
-import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.format.FileKind;
 import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.format.SnapshotManifest;
+import io.streamstate.core.hedge.HedgedPublish;
+import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.Storages;
@@ -27,7 +30,9 @@ import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -57,7 +62,14 @@ public final class VersionedStore implements AutoCloseable {
   private final Path localDir;
   private final StoreOptions options;
   private final RocksDbMemoryBudget budget;
+  private final HedgedWriter hedger;
   private final StoreMetrics metrics = new StoreMetrics();
+
+  /** Background uploads in {@code async} durability; null in {@code sync}. */
+  private final AsyncUploads uploads;
+
+  /** How long {@link #close()} waits for pending async uploads. */
+  private static final long CLOSE_FLUSH_MILLIS = 30_000;
 
   /** Guards the local instance, its version and the open transaction. */
   private final ReentrantLock lock = new ReentrantLock();
@@ -67,6 +79,16 @@ public final class VersionedStore implements AutoCloseable {
 
   private LocalDb db;
   private long localVersion = -1;
+
+  /** The commit id of {@link #localVersion} (0 for the empty state). */
+  private long localId;
+
+  /**
+   * The commit ids of the versions on the local instance's lineage that this instance loaded or
+   * committed, so retention keeps exactly the snapshots that lineage stands on.
+   */
+  private final NavigableMap<Long, Long> lineage = new TreeMap<>();
+
   private int generation;
   private StateTransaction openTransaction;
   private volatile long lastSnapshotVersion = -1;
@@ -82,13 +104,19 @@ public final class VersionedStore implements AutoCloseable {
       String prefix,
       Path localDir,
       StoreOptions options,
-      RocksDbMemoryBudget budget) {
+      RocksDbMemoryBudget budget,
+      HedgedWriter hedger) {
     this.name = name;
     this.storage = storage;
     this.layout = new StoreLayout(prefix);
     this.localDir = localDir;
     this.options = options;
     this.budget = budget;
+    this.hedger = hedger;
+    this.uploads =
+        options.isAsync()
+            ? new AsyncUploads(name, options.asyncMaxLagVersions(), this::publishAsync)
+            : null;
   }
 
   /**
@@ -106,13 +134,29 @@ public final class VersionedStore implements AutoCloseable {
       Path localDir,
       StoreOptions options,
       RocksDbMemoryBudget budget) {
+    return open(name, storage, prefix, localDir, options, budget, null);
+  }
+
+  /**
+   * Opens a store whose changelog writes are hedged by {@code hedger} (shared by the stores of a
+   * process; null for plain writes): a write slower than the hedger's deadline is written again
+   * under the commit's alternate name, and the first copy to complete commits the version.
+   */
+  public static VersionedStore open(
+      String name,
+      Storage storage,
+      String prefix,
+      Path localDir,
+      StoreOptions options,
+      RocksDbMemoryBudget budget,
+      HedgedWriter hedger) {
     deleteRecursively(localDir);
     try {
       Files.createDirectories(localDir);
     } catch (IOException e) {
       throw new StreamStateException("Cannot create local directory " + localDir + ": " + e, e);
     }
-    return new VersionedStore(name, storage, prefix, localDir, options, budget);
+    return new VersionedStore(name, storage, prefix, localDir, options, budget, hedger);
   }
 
   public String name() {
@@ -178,12 +222,9 @@ public final class VersionedStore implements AutoCloseable {
       }
       if (db != null && localVersion == version) {
         metrics.warmLoads.incrementAndGet();
-      } else if (db != null && localVersion >= 0 && localVersion < version) {
-        metrics.durableLoads.incrementAndGet();
-        replay(localVersion + 1, version);
       } else {
         metrics.durableLoads.incrementAndGet();
-        restore(version);
+        load(version);
       }
       openTransaction = new StateTransaction(this, db, version);
       return openTransaction;
@@ -210,15 +251,25 @@ public final class VersionedStore implements AutoCloseable {
       }
       long start = System.nanoTime();
       long newVersion = tx.version() + 1;
-      // c1: the changes as one changelog payload.
-      Changelog changelog = tx.toChangelog(newVersion);
+      long commitId = CommitIds.next();
+      // c1: the changes as one changelog payload, naming the commit it builds on.
+      Changelog changelog = tx.toChangelog(newVersion, commitId, localId);
       byte[] payload = changelog.encode();
-      // c2: publish it, create-if-absent: the one durable step; the version exists once it returns.
-      long written = publishChangelog(newVersion, payload);
+      // c2: publish it under an attempt-unique name: the one durable step. In async durability
+      // the upload is queued instead (and this waits while the lag is at its maximum).
+      long written;
+      if (uploads != null) {
+        uploads.submit(new AsyncUploads.Pending(newVersion, commitId, payload));
+        written = payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
+      } else {
+        written = publishChangelog(newVersion, commitId, payload);
+      }
       // c3: apply locally. Durable state is the truth: a local failure now only costs a restore.
       try {
         db.apply(changelog);
         localVersion = newVersion;
+        localId = commitId;
+        lineage.put(newVersion, commitId);
       } catch (RuntimeException e) {
         LOG.warn(
             "Store {}: version {} is durable but applying it locally failed; the next load"
@@ -253,86 +304,92 @@ public final class VersionedStore implements AutoCloseable {
     }
   }
 
-  /** Publishes the changelog of {@code version}; returns the bytes written (0 if it was there). */
-  private long publishChangelog(long version, byte[] payload) {
-    String file = layout.changelog(version);
-    for (int attempt = 0; ; attempt++) {
-      try {
+  /** Publishes the changelog of {@code version}; returns the bytes written. */
+  private long publishChangelog(long version, long commitId, byte[] payload) {
+    String file = layout.changelog(version, commitId);
+    try {
+      if (hedger != null && hedger.policy().isEnabled()) {
+        HedgedPublish published =
+            hedger.publish(
+                storage,
+                file,
+                layout.hedgeChangelog(version, commitId),
+                FramedFile.frame(FileKind.CHANGELOG, payload));
+        if (published.hedgeFired()) {
+          metrics.hedgesFired.incrementAndGet();
+          metrics.filesWritten.incrementAndGet(); // the second copy, deleted once it loses
+          metrics.bytesWritten.addAndGet(
+              payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH);
+        }
+        if (published.hedgeWon()) {
+          metrics.hedgesWon.incrementAndGet();
+        }
+      } else {
         storage.create(file, FramedFile.writer(FileKind.CHANGELOG, payload));
-        long bytes = payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
-        metrics.filesWritten.incrementAndGet();
-        metrics.bytesWritten.addAndGet(bytes);
-        return bytes;
-      } catch (FileAlreadyExistsException exists) {
-        byte[] existing;
-        try {
-          existing = readWinningChangelog(file);
-        } catch (MissingFileException gone) {
-          if (attempt == 0) {
-            continue; // removed between our create and our read: try once more
-          }
-          throw gone;
-        } catch (CorruptFileException torn) {
-          if (attempt == 0 && removeIfAbandoned(file)) {
-            continue;
-          }
-          throw new ConflictException(
-              "Cannot commit version "
-                  + version
-                  + " of store "
-                  + name
-                  + ": changelog "
-                  + FramedFile.location(storage, file)
-                  + " already exists but does not verify ("
-                  + torn.getMessage()
-                  + "). Another writer may still be writing it; if its writer"
-                  + " crashed it is removed once older than "
-                  + options.tornFileGraceMillis()
-                  + " ms.",
-              torn);
-        }
-        if (Arrays.equals(existing, payload)) {
-          // The same attempt (or an identical one) committed before: an idempotent retry.
-          metrics.idempotentCommits.incrementAndGet();
-          return 0;
-        }
-        throw new ConflictException(
-            "Cannot commit version "
-                + version
-                + " of store "
-                + name
-                + ": changelog "
-                + FramedFile.location(storage, file)
-                + " already exists with different content"
-                + " (another writer committed this version first: a task retry, a speculative"
-                + " attempt or a zombie).");
       }
+    } catch (FileAlreadyExistsException e) {
+      // Commit ids are random 64-bit numbers: a clash means a broken random source or a store
+      // that reports a name taken when it is not. Either way nothing of ours was published.
+      throw new RetryableException(
+          "Cannot commit version "
+              + version
+              + " of store "
+              + name
+              + ": the attempt-unique name "
+              + FramedFile.location(storage, file)
+              + " is taken",
+          e);
     }
+    long bytes = payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
+    metrics.filesWritten.incrementAndGet();
+    metrics.bytesWritten.addAndGet(bytes);
+    return bytes;
   }
 
   /**
-   * Reads a changelog another writer published. On stores that show files while they are being
-   * written the winner may still be writing: re-read a few times (about 5 s in all) before giving
-   * up, so that the loser learns the definitive outcome (same content: success; else conflict).
+   * Uploads one changelog of an async store. A retry after an unknown outcome or a taken name first
+   * reads back both names the commit may have used, and else writes the alternate name.
    */
-  private byte[] readWinningChangelog(String file) {
-    long backoffMillis = 5;
-    for (int attempt = 0; ; attempt++) {
-      try {
-        return FramedFile.readPayload(storage, file, FileKind.CHANGELOG);
-      } catch (CorruptFileException incomplete) {
-        if (attempt >= 10) {
-          throw incomplete;
-        }
+  private void publishAsync(AsyncUploads.Pending p) {
+    try {
+      publishChangelog(p.version(), p.commitId(), p.payload());
+      return;
+    } catch (OutcomeUnknownException | RetryableException e) {
+      if (e instanceof RetryableException
+          && !(e.getCause() instanceof FileAlreadyExistsException)) {
+        throw e; // nothing published: the uploader retries
       }
-      try {
-        Thread.sleep(backoffMillis);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new StreamStateException("Interrupted while reading " + file, e);
-      }
-      backoffMillis *= 2;
     }
+    String primary = layout.changelog(p.version(), p.commitId());
+    String alternate = layout.hedgeChangelog(p.version(), p.commitId());
+    for (String file : List.of(primary, alternate)) {
+      try {
+        if (Arrays.equals(FramedFile.readPayload(storage, file, FileKind.CHANGELOG), p.payload())) {
+          return; // an earlier try did publish it
+        }
+      } catch (CorruptFileException | MissingFileException absent) {
+        // not there whole: try the next name
+      }
+    }
+    try {
+      storage.create(alternate, FramedFile.writer(FileKind.CHANGELOG, p.payload()));
+      metrics.filesWritten.incrementAndGet();
+    } catch (FileAlreadyExistsException taken) {
+      throw new RetryableException(
+          "Store "
+              + name
+              + ": both names of version "
+              + p.version()
+              + " hold incomplete copies ("
+              + FramedFile.location(storage, primary)
+              + "); retrying",
+          taken);
+    }
+  }
+
+  /** Versions committed locally but not yet durable (0 in sync durability). */
+  public int uploadLag() {
+    return uploads == null ? 0 : uploads.pending();
   }
 
   /**
@@ -354,95 +411,374 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Recovery (docs/protocol.md, "Load and recovery")
+  // Load and recovery (docs/protocol.md, "Load and recovery")
 
-  private void restore(long version) {
-    discardLocal();
+  /** The durable files of this store by version: changelogs listed at once, snapshots on demand. */
+  private final class Listing {
+    private final NavigableMap<Long, List<FileInfo>> changelogs;
+    private NavigableMap<Long, List<StoreLayout.SnapshotName>> snapshots;
+
+    Listing(NavigableMap<Long, List<FileInfo>> changelogs) {
+      this.changelogs = changelogs;
+    }
+
+    NavigableMap<Long, List<FileInfo>> changelogs() {
+      return changelogs;
+    }
+
+    NavigableMap<Long, List<StoreLayout.SnapshotName>> snapshots() {
+      if (snapshots == null) {
+        snapshots = new TreeMap<>();
+        for (FileInfo f : storage.list(layout.snapshotDir())) {
+          StoreLayout.SnapshotName n = StoreLayout.parseSnapshot(f.name());
+          if (n != null) {
+            snapshots.computeIfAbsent(n.version(), v -> new ArrayList<>()).add(n);
+          }
+        }
+      }
+      return snapshots;
+    }
+
+    /** The changelog files of {@code version} with commit id {@code id}: primary, then hedge. */
+    List<StoreLayout.ChangelogName> copiesOf(long version, long id) {
+      List<StoreLayout.ChangelogName> copies = new ArrayList<>();
+      for (FileInfo f : changelogs.getOrDefault(version, List.of())) {
+        StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
+        if (n.commitId() == id) {
+          copies.add(n);
+        }
+      }
+      copies.sort(Comparator.comparing(StoreLayout.ChangelogName::hedge));
+      return copies;
+    }
+  }
+
+  private Listing listDurable() {
+    NavigableMap<Long, List<FileInfo>> changelogs = new TreeMap<>();
+    for (FileInfo f : storage.list(layout.changelogDir())) {
+      StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
+      if (n != null) {
+        changelogs.computeIfAbsent(n.version(), v -> new ArrayList<>()).add(f);
+      }
+    }
+    return new Listing(changelogs);
+  }
+
+  /**
+   * One changelog on the lineage being loaded; {@code changelog} is null once dropped to save
+   * memory.
+   */
+  private static final class Step {
+    final String file;
+    final long version;
+    final long commitId;
+    Changelog changelog;
+
+    Step(String file, long version, long commitId, Changelog changelog) {
+      this.file = file;
+      this.version = version;
+      this.commitId = commitId;
+      this.changelog = changelog;
+    }
+  }
+
+  /** Changelogs a load keeps in memory while it walks back to its base; beyond this it re-reads. */
+  private static final long MAX_HELD_CHANGELOG_BYTES = 64L << 20;
+
+  /**
+   * Loads {@code version} from durable files (l2 and l3): picks the version's newest valid commit,
+   * walks back along its lineage (each changelog names its parent's commit id) to a base (the local
+   * instance when it lies on the lineage, else the newest usable snapshot on it, else the empty
+   * state), then replays the lineage's changelogs on the base.
+   */
+  private void load(long version) {
     if (version == 0) {
+      discardLocal();
       openFreshLocal();
       localVersion = 0;
+      localId = 0;
+      lineage.put(0L, 0L);
       return;
     }
-    List<Long> snapshots = new ArrayList<>();
-    for (FileInfo f : storage.list(layout.snapshotDir())) {
-      long v = StoreLayout.versionOf(f.name(), StoreLayout.SNAPSHOT_SUFFIX);
-      if (v > 0 && v <= version) {
-        snapshots.add(v);
-      }
-    }
-    snapshots.sort(Comparator.reverseOrder());
+    Listing listing = listDurable();
+    List<Step> steps = new ArrayList<>();
     List<String> skipped = new ArrayList<>();
-    for (long s : snapshots) {
-      SnapshotManifest manifest;
-      try {
-        manifest = readManifest(s);
-        restoreSnapshot(manifest);
-      } catch (CorruptFileException | MissingFileException e) {
-        // An unusable snapshot is safe to skip: an older one plus changelogs gives the same state.
-        LOG.warn(
-            "Store {}: snapshot {} is unusable, trying an older one: {}", name, s, e.getMessage());
-        skipped.add(e.getMessage());
+    long heldBytes = 0;
+    long v;
+    long expected;
+    Step top = newestValidCommit(listing, version, skipped);
+    if (top != null) {
+      steps.add(top);
+      heldBytes += top.changelog.changeCount() * 64L;
+      v = version - 1;
+      expected = top.changelog.parentId();
+    } else {
+      // No changelog of the version is left (retention keeps the base snapshot alone).
+      List<StoreLayout.SnapshotName> snaps = listing.snapshots().getOrDefault(version, List.of());
+      if (snaps.isEmpty()) {
+        if (options.isAsync() && skipped.isEmpty()) {
+          resumeFromNewestDurable(version, listing);
+          return;
+        }
+        throw noCommitOf(version, listing, skipped);
+      }
+      v = version;
+      expected = snaps.get(snaps.size() - 1).commitId();
+    }
+    // Walk back until a base on the lineage: the local instance, a usable snapshot, or empty.
+    while (true) {
+      if (db != null && localVersion == v && localId == expected) {
+        break; // l2: the local instance lies on the lineage: replay forward from it
+      }
+      if (v == 0) {
+        if (expected != 0) {
+          throw new CorruptFileException(
+              "Cannot load version "
+                  + version
+                  + " of store "
+                  + name
+                  + ": the changelog of version 1 on its lineage names parent commit "
+                  + StoreLayout.formatId(expected)
+                  + " instead of the empty state ("
+                  + FramedFile.location(storage, steps.get(steps.size() - 1).file)
+                  + ")");
+        }
         discardLocal();
-        continue;
+        openFreshLocal();
+        localVersion = 0;
+        localId = 0;
+        lineage.put(0L, 0L);
+        break;
       }
-      replayAfterRestore(s, version, skipped);
-      return;
+      // While the local instance is older, it is the base to reach: no need for snapshots.
+      boolean localAhead = db != null && localVersion >= 0 && localVersion < v;
+      if (!localAhead && restoreSnapshotOnLineage(listing, v, expected, skipped)) {
+        break;
+      }
+      List<StoreLayout.ChangelogName> copies = listing.copiesOf(v, expected);
+      if (copies.isEmpty()) {
+        throw new MissingFileException(
+            lineageFailure(
+                version,
+                "changelog "
+                    + FramedFile.location(storage, layout.changelog(v, expected))
+                    + " is missing (version "
+                    + (v + 1)
+                    + " on the lineage builds on it)",
+                skipped));
+      }
+      Step step = readCommit(copies, v, skipped, version);
+      steps.add(step);
+      expected = step.changelog.parentId();
+      heldBytes += step.changelog.changeCount() * 64L;
+      if (heldBytes > MAX_HELD_CHANGELOG_BYTES) {
+        step.changelog = null; // re-read when replayed
+      }
+      v--;
     }
-    openFreshLocal();
-    localVersion = 0;
-    replayAfterRestore(0, version, skipped);
-  }
-
-  private void replayAfterRestore(long from, long version, List<String> skipped) {
-    try {
-      replay(from + 1, version);
-    } catch (MissingFileException | CorruptFileException e) {
-      String detail =
-          skipped.isEmpty() ? "" : " Snapshots skipped as unusable: " + String.join("; ", skipped);
-      String message =
-          "Cannot load version "
-              + version
-              + " of store "
-              + name
-              + " from "
-              + (from == 0 ? "empty state" : "snapshot " + from)
-              + ": "
-              + e.getMessage()
-              + "."
-              + detail;
-      if (e instanceof MissingFileException) {
-        throw new MissingFileException(message, e);
-      }
-      throw new CorruptFileException(message, e);
-    }
-  }
-
-  /** Applies changelogs {@code from..to} (inclusive) to the local instance. */
-  private void replay(long from, long to) {
-    for (long v = from; v <= to; v++) {
-      String file = layout.changelog(v);
-      String location = FramedFile.location(storage, file);
-      byte[] payload = FramedFile.readPayload(storage, file, FileKind.CHANGELOG);
-      Changelog changelog = Changelog.decode(payload, location);
-      if (changelog.version() != v) {
-        throw new CorruptFileException(
-            location + " is corrupt: it holds version " + changelog.version() + ", not " + v);
-      }
+    // Replay the lineage, oldest first.
+    for (int i = steps.size() - 1; i >= 0; i--) {
+      Step step = steps.get(i);
+      Changelog changelog = step.changelog != null ? step.changelog : reread(step, version);
       db.apply(changelog);
-      localVersion = v;
+      localVersion = step.version;
+      localId = step.commitId;
+      lineage.put(step.version, step.commitId);
       metrics.changelogsReplayed.incrementAndGet();
     }
   }
 
-  private SnapshotManifest readManifest(long version) {
-    String file = layout.snapshot(version);
-    String location = FramedFile.location(storage, file);
+  /**
+   * Async durability, after losing the process that held the newest versions: loads the newest
+   * durable version {@code d} within the lag bound, then publishes empty changelogs for {@code d+1
+   * .. version} so that the lineage says plainly what was lost, and counts and logs the loss.
+   */
+  private void resumeFromNewestDurable(long version, Listing listing) {
+    long floor = Math.max(0, version - options.asyncMaxLagVersions());
+    long durable = -1;
+    for (long d = version - 1; d >= floor; d--) {
+      if (d == 0 || listing.changelogs().containsKey(d) || listing.snapshots().containsKey(d)) {
+        durable = d;
+        break;
+      }
+    }
+    if (durable < 0) {
+      throw new MissingFileException(
+          lineageFailure(
+              version,
+              "no durable version within the async lag bound of "
+                  + options.asyncMaxLagVersions()
+                  + " versions (versions "
+                  + floor
+                  + " to "
+                  + (version - 1)
+                  + " have no changelog or snapshot in "
+                  + FramedFile.location(storage, layout.changelogDir())
+                  + ")",
+              List.of()));
+    }
+    load(durable);
+    long lost = version - durable;
+    LOG.warn(
+        "Store {}: versions {} to {} were committed in async durability but never uploaded (their"
+            + " process was lost); resuming from version {}: the changes of {} batch(es) are lost",
+        name,
+        durable + 1,
+        version,
+        durable,
+        lost);
+    metrics.versionsLost.addAndGet(lost);
+    for (long v = durable + 1; v <= version; v++) {
+      long commitId = CommitIds.next();
+      Changelog bridge = new Changelog(v, commitId, localId, List.of(), List.of());
+      publishChangelog(v, commitId, bridge.encode());
+      db.apply(bridge);
+      localVersion = v;
+      localId = commitId;
+      lineage.put(v, commitId);
+    }
+  }
+
+  /**
+   * The newest commit of {@code version} whose changelog verifies. Commits of one version are
+   * alternatives (retries, speculative attempts, re-runs of the batch); the newest is the one a
+   * re-run produced last, as with Spark's own providers. One that does not verify is treated as
+   * absent (a crashed or still-running writer's file).
+   */
+  private Step newestValidCommit(Listing listing, long version, List<String> skipped) {
+    List<FileInfo> files = new ArrayList<>(listing.changelogs().getOrDefault(version, List.of()));
+    files.sort(
+        Comparator.comparingLong(FileInfo::lastModifiedMillis)
+            .thenComparing(FileInfo::name)
+            .reversed());
+    for (FileInfo f : files) {
+      StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
+      try {
+        return new Step(f.name(), version, n.commitId(), readChangelog(n));
+      } catch (CorruptFileException | MissingFileException e) {
+        metrics.invalidFilesSkipped.incrementAndGet();
+        skipped.add(e.getMessage());
+        LOG.warn("Store {}: skipping changelog that does not verify: {}", name, e.getMessage());
+      }
+    }
+    return null;
+  }
+
+  /** Reads the commit {@code copies} hold (one commit id: the primary, then a hedge copy). */
+  private Step readCommit(
+      List<StoreLayout.ChangelogName> copies, long v, List<String> skipped, long version) {
+    List<String> failures = new ArrayList<>();
+    for (StoreLayout.ChangelogName copy : copies) {
+      try {
+        return new Step(copy.name(), v, copy.commitId(), readChangelog(copy));
+      } catch (CorruptFileException | MissingFileException e) {
+        failures.add(e.getMessage());
+      }
+    }
+    String detail = String.join("; ", failures);
+    throw new CorruptFileException(lineageFailure(version, detail, skipped));
+  }
+
+  private String lineageFailure(long version, String detail, List<String> skipped) {
+    return "Cannot load version "
+        + version
+        + " of store "
+        + name
+        + ": "
+        + detail
+        + "."
+        + (skipped.isEmpty() ? "" : " Skipped as unusable: " + String.join("; ", skipped));
+  }
+
+  /**
+   * No commit of {@code version} to load: corrupt if its only changelogs do not verify, else
+   * missing.
+   */
+  private StreamStateException noCommitOf(long version, Listing listing, List<String> skipped) {
+    if (!skipped.isEmpty()) {
+      return new CorruptFileException(
+          lineageFailure(version, "no changelog of version " + version + " verifies", skipped));
+    }
+    Long newest = listing.changelogs().isEmpty() ? null : listing.changelogs().lastKey();
+    return new MissingFileException(
+        lineageFailure(
+            version,
+            "no valid changelog of version "
+                + version
+                + " in "
+                + FramedFile.location(storage, layout.changelogDir())
+                + (newest == null
+                    ? " (it holds none)"
+                    : " (the newest version there is " + newest + ")"),
+            skipped));
+  }
+
+  /** Reads and checks one changelog: it must hold the version and commit id its name says. */
+  private Changelog readChangelog(StoreLayout.ChangelogName n) {
+    String location = FramedFile.location(storage, n.name());
+    Changelog changelog =
+        Changelog.decode(FramedFile.readPayload(storage, n.name(), FileKind.CHANGELOG), location);
+    if (changelog.version() != n.version() || changelog.commitId() != n.commitId()) {
+      throw new CorruptFileException(
+          location
+              + " is corrupt: it holds version "
+              + changelog.version()
+              + " commit "
+              + StoreLayout.formatId(changelog.commitId())
+              + ", not what its name says");
+    }
+    return changelog;
+  }
+
+  private Changelog reread(Step step, long version) {
+    StoreLayout.ChangelogName n = StoreLayout.parseChangelog(step.file);
+    try {
+      return readChangelog(n);
+    } catch (CorruptFileException | MissingFileException e) {
+      throw new CorruptFileException(
+          lineageFailure(version, "changelog changed while loading: " + e.getMessage(), List.of()),
+          e);
+    }
+  }
+
+  /**
+   * Restores a snapshot of version {@code v} with commit id {@code id} if one exists and is usable.
+   * An unusable one is skipped (logged, listed in later errors): an older snapshot plus changelogs
+   * gives the same state.
+   */
+  private boolean restoreSnapshotOnLineage(Listing listing, long v, long id, List<String> skipped) {
+    for (StoreLayout.SnapshotName s : listing.snapshots().getOrDefault(v, List.of())) {
+      if (s.commitId() != id) {
+        continue;
+      }
+      discardLocal();
+      try {
+        restoreSnapshot(readManifest(s));
+        lineage.put(v, id);
+        return true;
+      } catch (CorruptFileException | MissingFileException e) {
+        LOG.warn(
+            "Store {}: snapshot {} is unusable, trying an older one: {}", name, v, e.getMessage());
+        skipped.add(e.getMessage());
+        discardLocal();
+      }
+    }
+    return false;
+  }
+
+  private SnapshotManifest readManifest(StoreLayout.SnapshotName snapshot) {
+    String location = FramedFile.location(storage, snapshot.name());
     SnapshotManifest manifest =
         SnapshotManifest.decode(
-            FramedFile.readPayload(storage, file, FileKind.SNAPSHOT_MANIFEST), location);
-    if (manifest.version() != version) {
+            FramedFile.readPayload(storage, snapshot.name(), FileKind.SNAPSHOT_MANIFEST), location);
+    if (manifest.version() != snapshot.version() || manifest.commitId() != snapshot.commitId()) {
       throw new CorruptFileException(
-          location + " is corrupt: it holds version " + manifest.version() + ", not " + version);
+          location
+              + " is corrupt: it holds version "
+              + manifest.version()
+              + " commit "
+              + StoreLayout.formatId(manifest.commitId())
+              + ", not what its name says");
     }
     return manifest;
   }
@@ -476,6 +812,7 @@ public final class VersionedStore implements AutoCloseable {
     }
     db = LocalDb.open(name, dir, budget);
     localVersion = manifest.version();
+    localId = manifest.commitId();
     confirmedSsts = restored;
     lastSnapshotVersion = Math.max(lastSnapshotVersion, manifest.version());
   }
@@ -500,6 +837,8 @@ public final class VersionedStore implements AutoCloseable {
       deleteRecursively(dir);
     }
     localVersion = -1;
+    localId = 0;
+    lineage.clear();
     confirmedSsts = Map.of();
   }
 
@@ -548,6 +887,7 @@ public final class VersionedStore implements AutoCloseable {
 
   private long snapshot(boolean force) {
     long version;
+    long commitId;
     int gen;
     Map<String, String> confirmed;
     Path checkpoint;
@@ -561,6 +901,7 @@ public final class VersionedStore implements AutoCloseable {
         return -1;
       }
       version = localVersion;
+      commitId = localId;
       gen = generation;
       confirmed = confirmedSsts;
       checkpoint = localDir.resolve("checkpoint-" + version + "-" + System.nanoTime());
@@ -571,8 +912,9 @@ public final class VersionedStore implements AutoCloseable {
     try {
       // s2: upload the SSTs no confirmed snapshot holds; s3: publish the manifest.
       Map<String, String> shared = new HashMap<>();
-      SnapshotManifest manifest = uploadCheckpoint(version, checkpoint, confirmed, shared);
-      String file = layout.snapshot(version);
+      SnapshotManifest manifest =
+          uploadCheckpoint(version, commitId, checkpoint, confirmed, shared);
+      String file = layout.snapshot(version, commitId);
       try {
         byte[] payload = manifest.encode();
         storage.create(file, FramedFile.writer(FileKind.SNAPSHOT_MANIFEST, payload));
@@ -580,7 +922,7 @@ public final class VersionedStore implements AutoCloseable {
         metrics.bytesWritten.addAndGet(payload.length + 24L);
         metrics.snapshotsWritten.incrementAndGet();
       } catch (FileAlreadyExistsException e) {
-        // Another instance snapshotted this version; its manifest is as good as ours.
+        // Another instance snapshotted this commit of this version: the same state.
         LOG.info("Store {}: snapshot {} already exists", name, version);
         shared.clear();
       }
@@ -601,7 +943,11 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   private SnapshotManifest uploadCheckpoint(
-      long version, Path checkpoint, Map<String, String> confirmed, Map<String, String> shared) {
+      long version,
+      long commitId,
+      Path checkpoint,
+      Map<String, String> confirmed,
+      Map<String, String> shared) {
     List<SnapshotManifest.Entry> entries = new ArrayList<>();
     List<Path> files;
     try (Stream<Path> s = Files.list(checkpoint)) {
@@ -630,7 +976,7 @@ public final class VersionedStore implements AutoCloseable {
     } catch (IOException e) {
       throw new StreamStateException("Cannot read checkpoint " + checkpoint + ": " + e, e);
     }
-    return new SnapshotManifest(version, entries);
+    return new SnapshotManifest(version, commitId, entries);
   }
 
   private void uploadSst(String sharedName, Path file) throws IOException {
@@ -672,49 +1018,81 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   private int retention() {
-    // r1: find the newest version from the changelogs (listing is fine: maintenance, not commit).
+    // What this instance knows of its lineage: retention keeps what loading its newest versions
+    // needs, so it only runs on an instance that holds the newest version.
+    long local;
+    NavigableMap<Long, Long> known;
+    lock.lock();
+    try {
+      if (closed || db == null) {
+        return 0;
+      }
+      local = localVersion;
+      known = new TreeMap<>(lineage);
+    } finally {
+      lock.unlock();
+    }
+    // r1: the newest version from the changelogs (listing is fine: maintenance, not commit).
     List<FileInfo> changelogs = storage.list(layout.changelogDir());
     long latest = -1;
     for (FileInfo f : changelogs) {
-      latest = Math.max(latest, StoreLayout.versionOf(f.name(), StoreLayout.CHANGELOG_SUFFIX));
+      StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
+      if (n != null) {
+        latest = Math.max(latest, n.version());
+      }
     }
-    long oldestToKeep = latest - options.minVersionsToRetain() + 1;
-    if (latest < 0 || oldestToKeep <= 1) {
+    if (latest > local) {
+      // Another instance is ahead of this one (this one is stale): it applies retention.
       return 0;
     }
-    // r2: the base: the newest valid snapshot at or below the oldest version to keep.
-    List<FileInfo> snapshots = new ArrayList<>(storage.list(layout.snapshotDir()));
-    snapshots.sort(Comparator.comparing(FileInfo::name).reversed());
+    long oldestToKeep = local - options.minVersionsToRetain() + 1;
+    if (oldestToKeep <= 1) {
+      return 0;
+    }
+    // r2: the base: the newest valid snapshot at or below the oldest version to keep that lies on
+    // this instance's lineage. A snapshot of another commit of that version (a retry's) would not
+    // lead to the newer versions' changelogs.
+    List<StoreLayout.SnapshotName> snapshots = new ArrayList<>();
+    for (FileInfo f : storage.list(layout.snapshotDir())) {
+      StoreLayout.SnapshotName n = StoreLayout.parseSnapshot(f.name());
+      if (n != null) {
+        snapshots.add(n);
+      }
+    }
+    snapshots.sort(
+        Comparator.comparingLong(StoreLayout.SnapshotName::version)
+            .thenComparing(StoreLayout.SnapshotName::name)
+            .reversed());
     long base = -1;
+    String baseName = null;
     Set<String> referenced = new HashSet<>();
     List<String> toDelete = new ArrayList<>();
-    for (FileInfo f : snapshots) {
-      long v = StoreLayout.versionOf(f.name(), StoreLayout.SNAPSHOT_SUFFIX);
-      if (v < 0) {
-        continue;
-      }
+    for (StoreLayout.SnapshotName s : snapshots) {
       if (base >= 0) {
-        toDelete.add(f.name()); // r3: snapshots older than the base
+        toDelete.add(s.name()); // r3: snapshots older than the base, and the base's siblings
         continue;
       }
       SnapshotManifest manifest;
       try {
-        manifest = readManifest(v);
+        manifest = readManifest(s);
       } catch (CorruptFileException | MissingFileException e) {
         continue; // unusable: neither a base nor a holder of references
       }
       referenced.addAll(manifest.sharedNames());
-      if (v <= oldestToKeep) {
-        base = v;
+      Long onLineage = known.get(s.version());
+      if (s.version() <= oldestToKeep && onLineage != null && onLineage == s.commitId()) {
+        base = s.version();
+        baseName = s.name();
       }
     }
     if (base < 0) {
       return 0; // no snapshot to stand on: every changelog is still needed
     }
-    // r4: changelogs at or below the base.
+    toDelete.remove(baseName);
+    // r4: changelogs at or below the base, of every commit.
     for (FileInfo f : changelogs) {
-      long v = StoreLayout.versionOf(f.name(), StoreLayout.CHANGELOG_SUFFIX);
-      if (v >= 0 && v <= base) {
+      StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
+      if (n != null && n.version() <= base) {
         toDelete.add(f.name());
       }
     }
@@ -729,6 +1107,12 @@ public final class VersionedStore implements AutoCloseable {
     }
     Storages.deleteAll(storage, toDelete);
     metrics.filesDeleted.addAndGet(toDelete.size());
+    lock.lock();
+    try {
+      lineage.headMap(base, false).clear();
+    } finally {
+      lock.unlock();
+    }
     return toDelete.size();
   }
 
@@ -744,6 +1128,16 @@ public final class VersionedStore implements AutoCloseable {
       closed = true;
       if (openTransaction != null) {
         openTransaction = null;
+      }
+      if (uploads != null) {
+        List<Long> lost = uploads.close(CLOSE_FLUSH_MILLIS);
+        if (!lost.isEmpty()) {
+          LOG.warn(
+              "Store {}: closing with versions {} committed but not uploaded (async durability);"
+                  + " they are lost unless this process uploads them later",
+              name,
+              lost);
+        }
       }
       discardLocal();
       deleteRecursively(localDir);

@@ -8,8 +8,16 @@ import java.util.Objects;
  * creations and drops (applied first, in order), then puts and deletes per column family.
  *
  * @param version the version this changelog produces
+ * @param commitId the random id of this commit attempt (also in the file name)
+ * @param parentId the commit id of the version {@code version - 1} these changes were made on (0
+ *     for the empty state), so that a load follows one lineage and never mixes attempts
  */
-public record Changelog(long version, List<FamilyOp> familyOps, List<FamilyChanges> changes) {
+public record Changelog(
+    long version,
+    long commitId,
+    long parentId,
+    List<FamilyOp> familyOps,
+    List<FamilyChanges> changes) {
 
   /** Creating or dropping a column family. */
   public record FamilyOp(Kind kind, String family) {
@@ -45,6 +53,8 @@ public record Changelog(long version, List<FamilyOp> familyOps, List<FamilyChang
   public byte[] encode() {
     PayloadWriter w = new PayloadWriter(1024);
     w.writeLong(version);
+    w.writeLong(commitId);
+    w.writeLong(parentId);
     w.writeVarLong(familyOps.size());
     for (FamilyOp op : familyOps) {
       w.writeByte(op.kind().code).writeString(op.family());
@@ -67,6 +77,8 @@ public record Changelog(long version, List<FamilyOp> familyOps, List<FamilyChang
   public static Changelog decode(byte[] payload, String location) {
     PayloadReader r = new PayloadReader(payload, location);
     long version = r.readLong();
+    long commitId = r.readLong();
+    long parentId = r.readLong();
     int opCount = r.readVarInt(r.remaining());
     List<FamilyOp> ops = new java.util.ArrayList<>(opCount);
     for (int i = 0; i < opCount; i++) {
@@ -97,7 +109,7 @@ public record Changelog(long version, List<FamilyOp> familyOps, List<FamilyChang
       families.add(new FamilyChanges(family, list));
     }
     r.expectEnd();
-    return new Changelog(version, ops, families);
+    return new Changelog(version, commitId, parentId, ops, families);
   }
 
   /** Number of puts and deletes. */

@@ -9,8 +9,10 @@ import java.util.Objects;
  * snapshots and stored once under a content-derived name; the small files (CURRENT, MANIFEST,
  * OPTIONS) are carried inline, so a snapshot adds one manifest plus only the SSTs it is first to
  * contain.
+ *
+ * @param commitId the commit id of the version snapshotted (the lineage point it stands for)
  */
-public record SnapshotManifest(long version, List<Entry> files) {
+public record SnapshotManifest(long version, long commitId, List<Entry> files) {
 
   /** One file of the checkpoint: inline bytes, or a reference to a shared SST. */
   public record Entry(String localName, long length, byte[] inlineContent, String sharedName) {
@@ -52,6 +54,7 @@ public record SnapshotManifest(long version, List<Entry> files) {
   public byte[] encode() {
     PayloadWriter w = new PayloadWriter(4096);
     w.writeLong(version);
+    w.writeLong(commitId);
     w.writeVarLong(files.size());
     for (Entry e : files) {
       w.writeString(e.localName());
@@ -68,6 +71,7 @@ public record SnapshotManifest(long version, List<Entry> files) {
   public static SnapshotManifest decode(byte[] payload, String location) {
     PayloadReader r = new PayloadReader(payload, location);
     long version = r.readLong();
+    long commitId = r.readLong();
     int count = r.readVarInt(r.remaining());
     List<Entry> files = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
@@ -86,6 +90,6 @@ public record SnapshotManifest(long version, List<Entry> files) {
       }
     }
     r.expectEnd();
-    return new SnapshotManifest(version, files);
+    return new SnapshotManifest(version, commitId, files);
   }
 }

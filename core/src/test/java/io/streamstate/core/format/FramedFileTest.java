@@ -118,6 +118,8 @@ class FramedFileTest {
     Changelog c =
         new Changelog(
             42,
+            0x1234_5678_9abc_def0L,
+            -7L,
             List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "cf")),
             List.of(
                 new Changelog.FamilyChanges(
@@ -127,6 +129,8 @@ class FramedFileTest {
                         new Changelog.Change(new byte[] {4}, null)))));
     Changelog d = Changelog.decode(c.encode(), "x");
     assertThat(d.version()).isEqualTo(42);
+    assertThat(d.commitId()).isEqualTo(0x1234_5678_9abc_def0L);
+    assertThat(d.parentId()).isEqualTo(-7L);
     assertThat(d.familyOps()).isEqualTo(c.familyOps());
     assertThat(d.changes().get(0).changes().get(0).value()).containsExactly(2, 3);
     assertThat(d.changes().get(0).changes().get(1).isDelete()).isTrue();

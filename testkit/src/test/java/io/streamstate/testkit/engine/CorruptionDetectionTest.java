@@ -87,16 +87,27 @@ class CorruptionDetectionTest {
     return d == Damage.MISSING ? MissingFileException.class : CorruptFileException.class;
   }
 
+  /** The one file of {@code dir} ("changelog/" or "snapshot/") for version {@code v}. */
+  private static String fileOf(InMemoryStorage durable, String dir, long v) {
+    List<String> names =
+        durable.names().stream()
+            .filter(n -> n.startsWith(dir + String.format("%020d", v) + "-"))
+            .toList();
+    assertThat(names).hasSize(1);
+    return names.get(0);
+  }
+
   @ParameterizedTest
   @EnumSource(Damage.class)
-  void damagedChangelogInTheChainFailsNamingIt(Damage d) {
+  void damagedNewestChangelogFailsNamingIt(Damage d) {
     InMemoryStorage durable = build(KEEP_ALL);
-    String name = "changelog/00000000000000000010.changelog";
+    String name = fileOf(durable, "changelog/", 10);
     damage(durable, name, d);
     try (VersionedStore store = open(durable, KEEP_ALL)) {
       assertThatThrownBy(() -> store.begin(10))
           .isInstanceOf(expectedError(d))
-          .hasMessageContaining(name)
+          .hasMessageContaining(
+              d == Damage.MISSING ? "no valid changelog of version 10 in memory://" : name)
           .hasMessageContaining("Cannot load version 10 of store op=0/part=1");
       // Versions before the damage still load exactly.
       try (StateTransaction tx = store.begin(9)) {
@@ -107,9 +118,28 @@ class CorruptionDetectionTest {
 
   @ParameterizedTest
   @EnumSource(Damage.class)
+  void damagedChangelogInTheChainFailsNamingIt(Damage d) {
+    InMemoryStorage durable = build(KEEP_ALL);
+    String name = fileOf(durable, "changelog/", 9);
+    damage(durable, name, d);
+    try (VersionedStore store = open(durable, KEEP_ALL)) {
+      // Version 10 names the commit of 9 it builds on, so the error names the exact file.
+      assertThatThrownBy(() -> store.begin(10))
+          .isInstanceOf(expectedError(d))
+          .hasMessageContaining(name)
+          .hasMessageContaining("Cannot load version 10 of store op=0/part=1");
+      // Versions before the damage still load exactly.
+      try (StateTransaction tx = store.begin(8)) {
+        assertState(tx, 8);
+      }
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Damage.class)
   void damagedManifestFallsBackToAnOlderSnapshotExactly(Damage d) {
     InMemoryStorage durable = build(KEEP_ALL);
-    damage(durable, "snapshot/00000000000000000008.snapshot", d);
+    damage(durable, fileOf(durable, "snapshot/", 8), d);
     try (VersionedStore store = open(durable, KEEP_ALL);
         StateTransaction tx = store.begin(10)) {
       assertState(tx, 10);
@@ -137,14 +167,15 @@ class CorruptionDetectionTest {
     // Retention keeps only what versions 9..10 need: snapshot 8 and changelogs 9, 10.
     StoreOptions tight = KEEP_ALL.withMinVersionsToRetain(2).withTornFileGraceMillis(0);
     InMemoryStorage durable = build(tight);
-    assertThat(durable.names()).doesNotContain("changelog/00000000000000000001.changelog");
-    String manifest = "snapshot/00000000000000000008.snapshot";
+    assertThat(durable.names()).noneMatch(n -> n.startsWith("changelog/00000000000000000008-"));
+    String manifest = fileOf(durable, "snapshot/", 8);
     damage(durable, manifest, d);
     try (VersionedStore store = open(durable, tight)) {
+      // The changelog the walk needed next (8, on the lineage) is named, and so is the manifest.
       assertThatThrownBy(() -> store.begin(10))
           .isInstanceOf(MissingFileException.class)
           .hasMessageContaining("Cannot load version 10")
-          .hasMessageContaining("changelog/00000000000000000001.changelog")
+          .hasMessageContaining("changelog/00000000000000000008-")
           .hasMessageContaining(d == Damage.MISSING ? "changelog" : manifest);
     }
   }
@@ -154,13 +185,13 @@ class CorruptionDetectionTest {
   void damagedSstWithNoFallbackFailsNamingTheFile(Damage d) {
     StoreOptions tight = KEEP_ALL.withMinVersionsToRetain(2).withTornFileGraceMillis(0);
     InMemoryStorage durable = build(tight);
-    String sst = sstNames(durable, "snapshot/00000000000000000008.snapshot").get(0);
+    String sst = sstNames(durable, fileOf(durable, "snapshot/", 8)).get(0);
     damage(durable, sst, d);
     try (VersionedStore store = open(durable, tight)) {
       assertThatThrownBy(() -> store.begin(10))
           .isInstanceOf(MissingFileException.class)
           .hasMessageContaining("Cannot load version 10")
-          .hasMessageContaining("Snapshots skipped as unusable")
+          .hasMessageContaining("Skipped as unusable")
           .hasMessageContaining(sst);
     }
   }
@@ -173,7 +204,7 @@ class CorruptionDetectionTest {
             .flatMap(n -> sstNames(durable, n).stream())
             .toList();
     List<String> mine =
-        sstNames(durable, "snapshot/" + String.format("%020d", v) + ".snapshot").stream()
+        sstNames(durable, fileOf(durable, "snapshot/", v)).stream()
             .filter(n -> !older.contains(n))
             .toList();
     assertThat(mine).isNotEmpty();

@@ -41,12 +41,17 @@ final class EngineFixture {
   }
 
   static void assertState(StateTransaction tx, long v) {
+    assertThat(contents(tx)).as("state at version %d", v).isEqualTo(reference(v));
+  }
+
+  /** The default column family as UTF-8 strings, in key order. */
+  static TreeMap<String, String> contents(StateTransaction tx) {
     TreeMap<byte[], String> actual = new TreeMap<>(ByteKeys.ORDER);
     tx.iterator("default")
         .forEachRemaining(
             (KeyValue kv) -> actual.put(kv.key(), new String(kv.value(), StandardCharsets.UTF_8)));
     TreeMap<String, String> got = new TreeMap<>();
     actual.forEach((k, val) -> got.put(new String(k, StandardCharsets.UTF_8), val));
-    assertThat(got).as("state at version %d", v).isEqualTo(reference(v));
+    return got;
   }
 }

@@ -1,0 +1,373 @@
+package io.streamstate.core.hedge;
+
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.Storage;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Publishes one durable file with a hedge against a slow create (see {@code docs/protocol.md},
+ * "Hedged writes").
+ *
+ * <ol>
+ *   <li><b>h1</b> Start {@code create(primaryName)} on the executor.
+ *   <li><b>h2</b> Wait for it until the policy's {@linkplain HedgePolicy#deadline() deadline}. If
+ *       it succeeded, that is the result.
+ *   <li><b>h3</b> If it is still running, or failed (then the hedge serves as the retry), and the
+ *       budget has a token: start {@code create(alternateName)} with the same bytes. At most one
+ *       hedge per publish. Without a token, wait for the primary alone.
+ *   <li><b>h4</b> The first create to succeed wins; publish returns its name at once, without
+ *       waiting for the other.
+ *   <li><b>h5</b> The loser cleans up after itself, on its own executor thread: if its create
+ *       succeeds later, its file is deleted; if it fails cleanly there is nothing to clean; if its
+ *       outcome is unknown its name is left alone (never clean up what may be in flight: a torn or
+ *       duplicate file for retention).
+ * </ol>
+ *
+ * <p>Both names must be attempt-unique (chosen by the caller so that no other writer ever creates
+ * them). Then the two creates never contend with anyone, and which copy wins needs no arbitration:
+ * both hold the same bytes, and the caller records the winning name. A {@link
+ * FileAlreadyExistsException} on such a name can only come from an earlier try of the same name
+ * whose outcome was unknown, so it is treated as an unknown outcome for that copy.
+ *
+ * <p>If every started copy fails, publish throws {@link OutcomeUnknownException} if any outcome is
+ * unknown (the caller must read both names back), else {@link RetryableException}. The first copy's
+ * failure is the cause, the second's is suppressed. An interrupt of the caller while it waits gives
+ * {@link OutcomeUnknownException} (the creates already started may still complete) and keeps the
+ * thread's interrupt status.
+ *
+ * <p>Thread-safe; one writer may serve every store of a process. The creates run on the executor
+ * given at construction, which must run tasks on threads other than the caller's and accept at
+ * least two at once per concurrent publish (a cached thread pool does).
+ */
+public final class HedgedWriter {
+  private static final Logger LOG = LoggerFactory.getLogger(HedgedWriter.class);
+  private static final int PRIMARY = 0;
+  private static final int ALTERNATE = 1;
+
+  private final HedgePolicy policy;
+  private final Executor executor;
+
+  /**
+   * A writer whose creates run on a process-wide pool of daemon threads (cached: threads are made
+   * as needed and end after a minute idle).
+   */
+  public HedgedWriter(HedgePolicy policy) {
+    this(policy, SharedPool.EXECUTOR);
+  }
+
+  /** A writer whose creates run on {@code executor} (see the class comment for what it needs). */
+  public HedgedWriter(HedgePolicy policy, Executor executor) {
+    this.policy = Objects.requireNonNull(policy, "policy");
+    this.executor = Objects.requireNonNull(executor, "executor");
+  }
+
+  /** The policy that decides deadlines and budget, and holds the metrics. */
+  public HedgePolicy policy() {
+    return policy;
+  }
+
+  /**
+   * Publishes {@code content} as a new file at {@code primaryName}, or, if that create is late or
+   * fails, at {@code alternateName}; returns which name won. With hedging disabled this is one
+   * plain create of {@code primaryName} in the calling thread.
+   *
+   * <p>{@code content} is not copied: it must not change afterwards, since a losing create may
+   * still be writing it after publish returned.
+   *
+   * @param storage where to publish
+   * @param primaryName the attempt-unique name tried first
+   * @param alternateName the attempt-unique name of the hedge, different from {@code primaryName}
+   * @param content the bytes of the file
+   * @return the winning name and how it was reached
+   * @throws RetryableException every started create failed and none published anything
+   * @throws OutcomeUnknownException every started create failed and at least one may have published
+   *     (or the name already existed, or the caller was interrupted): read both names back
+   */
+  public HedgedPublish publish(
+      Storage storage, String primaryName, String alternateName, byte[] content) {
+    Objects.requireNonNull(storage, "storage");
+    Objects.requireNonNull(primaryName, "primaryName");
+    Objects.requireNonNull(alternateName, "alternateName");
+    Objects.requireNonNull(content, "content");
+    if (primaryName.equals(alternateName)) {
+      throw new IllegalArgumentException(
+          "The alternate name must differ from the primary name: " + primaryName);
+    }
+    if (Thread.currentThread().isInterrupted()) {
+      throw new RetryableException(
+          "Interrupted before publishing "
+              + storage.describe()
+              + "/"
+              + primaryName
+              + " (nothing was started)");
+    }
+    policy.recordWrite();
+    if (!policy.isEnabled()) {
+      return publishUnhedged(storage, primaryName, content);
+    }
+    return new Race(storage, primaryName, alternateName, content).run(policy.deadlineNanos());
+  }
+
+  private HedgedPublish publishUnhedged(Storage storage, String name, byte[] content) {
+    long start = System.nanoTime();
+    try {
+      storage.create(name, ContentWriter.ofBytes(content));
+    } catch (FileAlreadyExistsException e) {
+      throw new OutcomeUnknownException(alreadyExists(storage, name), e);
+    }
+    long latency = System.nanoTime() - start;
+    policy.recordLatencyNanos(latency);
+    return new HedgedPublish(name, false, false, Duration.ofNanos(latency));
+  }
+
+  private static String alreadyExists(Storage storage, String name) {
+    return "Cannot publish "
+        + storage.describe()
+        + "/"
+        + name
+        + ": the attempt-unique name already exists, so an earlier try of it may have published"
+        + " it; read it back";
+  }
+
+  /** Whether a failed create may still have published (anything but a clean failure). */
+  private static boolean outcomeUnknown(Throwable failure) {
+    return failure != null && !(failure instanceof RetryableException);
+  }
+
+  /** The state of one publish: its two copies and who won. Its monitor guards all fields. */
+  private final class Race {
+    private final Storage storage;
+    private final String[] names;
+    private final byte[] content;
+    private final long startNanos = System.nanoTime();
+    private final boolean[] started = new boolean[2];
+    private final boolean[] done = new boolean[2];
+    private final Throwable[] failures = new Throwable[2];
+    private int winner = -1;
+    private long winnerLatencyNanos;
+    private String noHedgeReason = "";
+
+    Race(Storage storage, String primaryName, String alternateName, byte[] content) {
+      this.storage = storage;
+      this.names = new String[] {primaryName, alternateName};
+      this.content = content;
+    }
+
+    synchronized HedgedPublish run(long deadlineNanos) {
+      // h1
+      if (!start(PRIMARY)) {
+        throw new RetryableException(
+            "Cannot publish "
+                + where(PRIMARY)
+                + ": the executor rejected its create (nothing was started)");
+      }
+      try {
+        // h2: the primary alone until the deadline. Waiting releases the monitor, so completions
+        // get in; the wait ends as soon as the primary is done.
+        long left;
+        while (!done[PRIMARY] && (left = deadlineNanos - (System.nanoTime() - startNanos)) > 0) {
+          TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        if (winner >= 0) {
+          return result();
+        }
+        // h3: late or failed. Decided under the monitor, so a primary that succeeded meanwhile
+        // is seen above and no needless hedge starts.
+        boolean hedged = hedge();
+        // h4: the first success, or every started copy failed.
+        while (winner < 0 && !(done[PRIMARY] && (!hedged || done[ALTERNATE]))) {
+          wait();
+        }
+        if (winner >= 0) {
+          return result();
+        }
+        throw failure();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new OutcomeUnknownException(
+            "Interrupted while publishing "
+                + where(PRIMARY)
+                + (started[ALTERNATE] ? " (hedged as " + names[ALTERNATE] + ")" : "")
+                + ": the creates already started may still complete; read the names back",
+            e);
+      }
+    }
+
+    /** Starts the hedge if the budget allows; holds the monitor. */
+    private boolean hedge() {
+      boolean afterFailure = done[PRIMARY];
+      if (!policy.tryAcquireHedge()) {
+        policy.metrics().hedgesSkippedForBudget.increment();
+        noHedgeReason = " (not hedged: the hedge budget is spent)";
+        LOG.debug("Not hedging {}: the hedge budget is spent", where(PRIMARY));
+        return false;
+      }
+      if (!start(ALTERNATE)) {
+        noHedgeReason = " (not hedged: the executor rejected the hedge)";
+        return false;
+      }
+      policy.metrics().hedgesFired.increment();
+      if (afterFailure) {
+        policy.metrics().hedgesAfterFailure.increment();
+      }
+      LOG.debug(
+          "Hedging {} as {}: {}",
+          where(PRIMARY),
+          names[ALTERNATE],
+          afterFailure ? "it failed" : "it passed its deadline");
+      return true;
+    }
+
+    /** Submits the create of one copy; holds the monitor. */
+    private boolean start(int copy) {
+      long submitted = System.nanoTime();
+      started[copy] = true;
+      try {
+        executor.execute(() -> create(copy, submitted));
+        return true;
+      } catch (RejectedExecutionException e) {
+        started[copy] = false;
+        LOG.warn("Executor rejected the create of {}", where(copy), e);
+        return false;
+      }
+    }
+
+    /** Runs on the executor: one create, then the decision and, for a loser, its cleanup. */
+    private void create(int copy, long submittedNanos) {
+      Throwable failure = null;
+      try {
+        storage.create(names[copy], ContentWriter.ofBytes(content));
+      } catch (Throwable t) { // handed to the waiting caller; an Error is rethrown below too
+        failure = t;
+      }
+      long now = System.nanoTime();
+      if (failure == null) {
+        policy.recordLatencyNanos(now - submittedNanos);
+      }
+      boolean lost;
+      synchronized (this) {
+        done[copy] = true;
+        failures[copy] = failure;
+        HedgeMetrics metrics = policy.metrics();
+        if (failure == null && winner < 0) {
+          winner = copy;
+          winnerLatencyNanos = now - startNanos;
+          if (copy == ALTERNATE) {
+            metrics.hedgesWon.increment();
+          }
+          if (outcomeUnknown(failures[1 - copy])) {
+            metrics.losersLeft.increment();
+          }
+        } else if (winner >= 0 && outcomeUnknown(failure)) {
+          metrics.losersLeft.increment();
+        }
+        lost = failure == null && winner != copy;
+        notifyAll();
+      }
+      if (lost) {
+        // h5: the winner is recorded by the caller; this complete copy is garbage nobody refers to.
+        cleanUp(copy);
+      } else if (failure instanceof Error error) {
+        throw error;
+      }
+    }
+
+    private void cleanUp(int copy) {
+      try {
+        storage.delete(names[copy]);
+        policy.metrics().losersCleaned.increment();
+        LOG.debug("Deleted {}, the losing copy of a hedged write", where(copy));
+      } catch (RuntimeException e) {
+        policy.metrics().cleanupFailures.increment();
+        LOG.warn(
+            "Cannot delete {}, the losing copy of a hedged write; left for retention",
+            where(copy),
+            e);
+      }
+    }
+
+    private HedgedPublish result() {
+      return new HedgedPublish(
+          names[winner],
+          started[ALTERNATE],
+          winner == ALTERNATE,
+          Duration.ofNanos(winnerLatencyNanos));
+    }
+
+    /** The exception for a publish whose every started copy failed; holds the monitor. */
+    private RuntimeException failure() {
+      Throwable primary = failures[PRIMARY];
+      Throwable alternate = started[ALTERNATE] ? failures[ALTERNATE] : null;
+      for (Throwable t : new Throwable[] {primary, alternate}) {
+        if (t instanceof Error error) { // never turned into something a caller would retry
+          Throwable other = t == primary ? alternate : primary;
+          if (other != null) {
+            error.addSuppressed(other);
+          }
+          throw error;
+        }
+      }
+      StringBuilder what = new StringBuilder("Cannot publish ").append(where(PRIMARY));
+      if (alternate != null) {
+        what.append(" or its hedge ")
+            .append(names[ALTERNATE])
+            .append(": the primary failed (")
+            .append(describe(primary))
+            .append("), the hedge failed (")
+            .append(describe(alternate))
+            .append(")");
+      } else {
+        what.append(": ").append(describe(primary)).append(noHedgeReason);
+      }
+      StreamStateException e;
+      if (outcomeUnknown(primary) || outcomeUnknown(alternate)) {
+        what.append("; it may have been published: read the names back before deciding");
+        e = new OutcomeUnknownException(what.toString(), primary);
+      } else {
+        what.append("; nothing was published");
+        e = new RetryableException(what.toString(), primary);
+      }
+      if (alternate != null) {
+        e.addSuppressed(alternate);
+      }
+      return e;
+    }
+
+    private String describe(Throwable failure) {
+      if (failure instanceof FileAlreadyExistsException) {
+        return "the attempt-unique name already exists, an earlier try of it may have published it";
+      }
+      return String.valueOf(failure.getMessage());
+    }
+
+    private String where(int copy) {
+      return storage.describe() + "/" + names[copy];
+    }
+  }
+
+  /** The process-wide pool of {@link #HedgedWriter(HedgePolicy)}, made on first use. */
+  private static final class SharedPool {
+    private static final AtomicInteger THREADS = new AtomicInteger();
+    static final ExecutorService EXECUTOR =
+        Executors.newCachedThreadPool(
+            task -> {
+              Thread thread =
+                  new Thread(task, "streamstate-hedged-write-" + THREADS.incrementAndGet());
+              thread.setDaemon(true); // never keeps a JVM alive
+              return thread;
+            });
+  }
+}
