@@ -134,7 +134,7 @@ public final class StreamStateMetrics {
     m.put(HEDGES_FIRED, after.hedgesFired() - before.hedgesFired());
     m.put(HEDGES_WON, after.hedgesWon() - before.hedgesWon());
     m.put(VERSIONS_LOST, after.versionsLost() - before.versionsLost());
-    m.put(UPLOAD_LAG, uploadLag);
+    m.put(UPLOAD_LAG, (long) uploadLag); // Spark reads sum metrics as Long
     return m;
   }
 }

@@ -94,6 +94,13 @@ public class StreamStateProvider implements StateStoreProvider {
   /** One hedged writer per JVM: its deadline learns from, and its budget bounds, all stores. */
   private static HedgedWriter hedger;
 
+  /** This JVM's hedging counters (all zero before the first store opens); for tests. */
+  static synchronized io.streamstate.core.hedge.HedgeMetrics.Snapshot hedgeMetricsForTests() {
+    return hedger == null
+        ? io.streamstate.core.hedge.HedgePolicy.defaults().metrics().snapshot()
+        : hedger.policy().metrics().snapshot();
+  }
+
   private static synchronized HedgedWriter sharedHedger(StreamStateConf conf) {
     if (hedger == null) {
       hedger = new HedgedWriter(conf.hedgePolicy());

@@ -36,6 +36,7 @@ class AggregationIT {
   @AfterAll
   static void stopSpark() {
     spark.stop();
+    TestSessions.assertHedgedIfForced();
   }
 
   /** Late, on-time and window-closing events, with restarts in the middle. */

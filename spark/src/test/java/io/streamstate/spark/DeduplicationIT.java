@@ -24,6 +24,7 @@ class DeduplicationIT {
   @AfterAll
   static void stopSpark() {
     spark.stop();
+    TestSessions.assertHedgedIfForced();
   }
 
   private static ClockedRun.Steps steps() {

@@ -40,6 +40,7 @@ class FlatMapGroupsWithStateIT {
   @AfterAll
   static void stopSpark() {
     spark.stop();
+    TestSessions.assertHedgedIfForced();
   }
 
   /** Counts events per key; a key idle for 2.5 s of processing time times out and is reported. */

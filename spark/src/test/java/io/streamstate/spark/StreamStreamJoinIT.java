@@ -39,6 +39,7 @@ class StreamStreamJoinIT {
   @AfterAll
   static void stopSpark() {
     spark.stop();
+    TestSessions.assertHedgedIfForced();
   }
 
   private static ClockedRun join(String joinType) {

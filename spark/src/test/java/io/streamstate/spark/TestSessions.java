@@ -53,8 +53,42 @@ final class TestSessions {
             .config(StreamStateConf.LOCAL_DIR, workDir.resolve("streamstate-local").toString())
             .config(StreamStateConf.MEMORY_CAP_BYTES, String.valueOf(64L << 20));
     extra.forEach(builder::config);
+    forcedConf().forEach(builder::config);
     SparkSession spark = builder.getOrCreate();
     spark.sparkContext().setLogLevel("WARN");
     return spark;
+  }
+
+  /**
+   * Extra session confs from the system property {@value #FORCED_CONF} ({@code key=value;...}): how
+   * the build runs the parity ITs a second time with every changelog write hedged and async
+   * durability (spark/pom.xml, execution {@code parity-hedged-async}).
+   */
+  static Map<String, String> forcedConf() {
+    String spec = System.getProperty(FORCED_CONF, "").trim();
+    Map<String, String> confs = new java.util.TreeMap<>();
+    for (String pair : spec.split(";")) {
+      if (pair.isBlank()) {
+        continue;
+      }
+      int eq = pair.indexOf('=');
+      confs.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
+    }
+    return confs;
+  }
+
+  static final String FORCED_CONF = "streamstate.it.forcedConf";
+
+  /**
+   * When the forced confs hedge every write, checks that this JVM's stores did hedge: else the
+   * second parity run would prove nothing about hedging.
+   */
+  static void assertHedgedIfForced() {
+    if (forcedConf().containsKey(StreamStateConf.HEDGE_FLOOR_MS)) {
+      org.assertj.core.api.Assertions.assertThat(
+              StreamStateProvider.hedgeMetricsForTests().hedgesFired())
+          .as("hedges fired in this JVM with every write hedged")
+          .isPositive();
+    }
   }
 }

@@ -72,6 +72,27 @@ final class AsyncUploads {
     }
   }
 
+  /**
+   * Waits up to {@code timeoutMillis} until nothing is pending or uploads are failing. Returns
+   * whether nothing is pending.
+   */
+  synchronized boolean awaitDrained(long timeoutMillis) {
+    long deadline = System.currentTimeMillis() + timeoutMillis;
+    while (!queue.isEmpty() && lastFailure == null) {
+      long left = deadline - System.currentTimeMillis();
+      if (left <= 0) {
+        break;
+      }
+      try {
+        wait(left);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    return queue.isEmpty();
+  }
+
   /** Versions committed but not yet durable. */
   synchronized int pending() {
     return queue.size();

@@ -68,6 +68,14 @@ public final class VersionedStore implements AutoCloseable {
   /** Background uploads in {@code async} durability; null in {@code sync}. */
   private final AsyncUploads uploads;
 
+  /**
+   * Async stores of this process by durable location, so that a new instance of a store (a
+   * restarted query, a partition moved back) first lets an older instance's pending uploads land
+   * instead of resuming from an older version while they are still on their way.
+   */
+  private static final java.util.concurrent.ConcurrentMap<String, AsyncUploads> ASYNC_BY_LOCATION =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   /** How long {@link #close()} waits for pending async uploads. */
   private static final long CLOSE_FLUSH_MILLIS = 30_000;
 
@@ -117,6 +125,10 @@ public final class VersionedStore implements AutoCloseable {
         options.isAsync()
             ? new AsyncUploads(name, options.asyncMaxLagVersions(), this::publishAsync)
             : null;
+  }
+
+  private String durableLocation() {
+    return FramedFile.location(storage, layout.prefix());
   }
 
   /**
@@ -259,6 +271,7 @@ public final class VersionedStore implements AutoCloseable {
       // the upload is queued instead (and this waits while the lag is at its maximum).
       long written;
       if (uploads != null) {
+        ASYNC_BY_LOCATION.put(durableLocation(), uploads);
         uploads.submit(new AsyncUploads.Pending(newVersion, commitId, payload));
         written = payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
       } else {
@@ -492,6 +505,10 @@ public final class VersionedStore implements AutoCloseable {
    * state), then replays the lineage's changelogs on the base.
    */
   private void load(long version) {
+    load(version, true);
+  }
+
+  private void load(long version, boolean mayWaitForOtherUploads) {
     if (version == 0) {
       discardLocal();
       openFreshLocal();
@@ -517,6 +534,13 @@ public final class VersionedStore implements AutoCloseable {
       List<StoreLayout.SnapshotName> snaps = listing.snapshots().getOrDefault(version, List.of());
       if (snaps.isEmpty()) {
         if (options.isAsync() && skipped.isEmpty()) {
+          AsyncUploads older = ASYNC_BY_LOCATION.get(durableLocation());
+          if (mayWaitForOtherUploads && older != null && older != uploads && older.pending() > 0) {
+            // Another instance in this process is still uploading: let it land, then look again.
+            older.awaitDrained(CLOSE_FLUSH_MILLIS);
+            load(version, false);
+            return;
+          }
           resumeFromNewestDurable(version, listing);
           return;
         }
@@ -1131,6 +1155,7 @@ public final class VersionedStore implements AutoCloseable {
       }
       if (uploads != null) {
         List<Long> lost = uploads.close(CLOSE_FLUSH_MILLIS);
+        ASYNC_BY_LOCATION.remove(durableLocation(), uploads);
         if (!lost.isEmpty()) {
           LOG.warn(
               "Store {}: closing with versions {} committed but not uploaded (async durability);"
