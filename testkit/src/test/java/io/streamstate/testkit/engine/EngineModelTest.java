@@ -9,8 +9,11 @@ import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.hedge.HedgePolicy;
+import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.testkit.InMemoryStorage;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -34,6 +37,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * commit succeeds as another alternative of that version. The model then holds every alternative of
  * each version: a load must return exactly one of them, and the state of the versions built on a
  * load follows that one (lineage), never a mix.
+ *
+ * <p>Odd seeds hedge every changelog write, so that a commit's two copies race and loads meet
+ * either.
  *
  * <p>Seeds and length: {@code -Dstreamstate.model.seeds=20 -Dstreamstate.model.ops=10000}; a single
  * seed with {@code -Dstreamstate.model.seed=N}. A divergence fails with the seed and step.
@@ -94,6 +100,9 @@ class EngineModelTest {
     final Map<String, Integer> counts = new TreeMap<>();
     final Map<String, Long> nanos = new TreeMap<>();
 
+    /** Odd seeds hedge every changelog write (a zero deadline), so both copies race each time. */
+    final HedgedWriter hedger;
+
     Run(long seed, int ops) {
       this.seed = seed;
       this.ops = ops;
@@ -104,6 +113,15 @@ class EngineModelTest {
               .withMinVersionsToRetain(RETAIN)
               .withSnapshotInterval(1 + random.nextInt(6))
               .withTornFileGraceMillis(0);
+      this.hedger =
+          seed % 2 == 0
+              ? null
+              : new HedgedWriter(
+                  HedgePolicy.builder()
+                      .floor(Duration.ZERO)
+                      .initialDeadline(Duration.ZERO)
+                      .budgetFraction(1)
+                      .build());
     }
 
     void execute() {
@@ -160,7 +178,8 @@ class EngineModelTest {
               "s/",
               tmp.resolve("seed" + seed + "-" + instance),
               options,
-              budget);
+              budget,
+              hedger);
     }
 
     /** Loads a version; its state must be exactly one of the version's alternatives. */
