@@ -774,7 +774,7 @@ public final class SideBySideBenchmark {
 
     long cellTimeoutMs(Cell cell) {
       if (heap()) {
-        return 15 * 60_000L;
+        return 30 * 60_000L;
       }
       long perBatch = cell.keys > 1_000_000 || cell.rowsPerBatch > 200_000 ? 60_000L : 15_000L;
       return perBatch * (cell.batches + 4);
