@@ -283,6 +283,11 @@ public final class VersionedStore implements AutoCloseable {
         localVersion = newVersion;
         localId = commitId;
         lineage.put(newVersion, commitId);
+        // Retention only needs the ids of versions near its base; forgetting older ones only
+        // makes it keep more.
+        if (lineage.size() > options.minVersionsToRetain() + 4L * options.snapshotInterval() + 16) {
+          lineage.pollFirstEntry();
+        }
       } catch (RuntimeException e) {
         LOG.warn(
             "Store {}: version {} is durable but applying it locally failed; the next load"
