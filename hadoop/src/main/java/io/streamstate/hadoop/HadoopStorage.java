@@ -429,6 +429,20 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
     int slash = prefix.lastIndexOf('/');
     String dirName = slash < 0 ? "" : prefix.substring(0, slash);
     Path dir = isValidName(dirName) ? resolve(dirName) : root;
+    // A directory created while the listing starts (the first file of a store) makes some stores
+    // report it missing and then present: list again, a few times, before giving up.
+    for (int attempt = 0; ; attempt++) {
+      try {
+        return listOnce(dir, prefix);
+      } catch (RetryableException e) {
+        if (attempt >= 2 || !(e.getCause() instanceof FileNotFoundException)) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private List<FileInfo> listOnce(Path dir, String prefix) {
     List<FileInfo> result = new ArrayList<>();
     try {
       RemoteIterator<LocatedFileStatus> files = fs.listFiles(dir, true);
