@@ -90,7 +90,7 @@ public final class ReliabilityQuery {
     conf.put("spark.sql.streaming.stateStore.maintenanceInterval", "200ms");
     conf.put("spark.sql.streaming.stateStore.minDeltasForSnapshot", "2");
     conf.put(StreamStateConf.SNAPSHOT_INTERVAL, "2");
-    // A torn file left by an injected crash may be replaced after 1 s instead of 120 s.
+    // Unreferenced (possibly torn) SSTs left by an injected crash become deletable after 1 s.
     conf.put(StreamStateConf.TORN_FILE_GRACE_MS, "1000");
     conf.put(StreamStateConf.LOCAL_DIR, workDir.resolve("streamstate-local").toString());
     conf.put(StreamStateConf.MEMORY_CAP_BYTES, String.valueOf(64L << 20));
@@ -362,7 +362,7 @@ public final class ReliabilityQuery {
     StreamingQuery query;
     try {
       query = startQuery(spark, input, checkpoint, output, NO_FAULTS, shape);
-    } catch (RuntimeException e) {
+    } catch (Exception e) {
       return java.util.Optional.of(e); // refused at start (analysis, checkpoint file manager)
     }
     try {
