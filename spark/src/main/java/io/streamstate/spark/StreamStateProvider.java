@@ -411,8 +411,50 @@ public class StreamStateProvider implements StateStoreProvider {
               + " of state store "
               + describe(storeId)
               + ": "
-              + e.getMessage(),
+              + e.getMessage()
+              + foreignProviderHint(version),
           e);
+    }
+  }
+
+  /** Files another provider writes directly in a store directory: HDFS-backed, RocksDB. */
+  private static final java.util.regex.Pattern FOREIGN_STATE_FILE =
+      java.util.regex.Pattern.compile("\\d+\\.(delta|snapshot|zip|changelog)");
+
+  /**
+   * After a failed load: if the store directory holds another provider's files (the checkpoint was
+   * written by Spark's HDFS-backed or RocksDB provider, and its pinned provider was changed by
+   * hand), a sentence saying so and what to do; otherwise empty. Never fails.
+   */
+  private String foreignProviderHint(long version) {
+    if (version == 0 || storeId == null) {
+      return "";
+    }
+    try {
+      org.apache.hadoop.fs.Path dir = storeId.storeCheckpointLocation();
+      org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(hadoopConf);
+      java.util.List<String> foreign = new java.util.ArrayList<>();
+      for (org.apache.hadoop.fs.FileStatus status : fs.listStatus(dir)) {
+        String name = status.getPath().getName();
+        if (status.isFile() && FOREIGN_STATE_FILE.matcher(name).matches()) {
+          foreign.add(name);
+        }
+      }
+      if (foreign.isEmpty()) {
+        return "";
+      }
+      java.util.Collections.sort(foreign);
+      return " The store directory "
+          + dir
+          + " holds files of another state store provider ("
+          + String.join(", ", foreign.subList(0, Math.min(5, foreign.size())))
+          + (foreign.size() > 5 ? ", ..." : "")
+          + "): this checkpoint was written by Spark's HDFSBackedStateStoreProvider or"
+          + " RocksDBStateStoreProvider, and streamstate cannot read their files. Spark pins the"
+          + " provider in a checkpoint's offset log: run this checkpoint with the provider that"
+          + " wrote it, or start the query from a new checkpoint location.";
+    } catch (java.io.IOException | RuntimeException e) {
+      return "";
     }
   }
 
