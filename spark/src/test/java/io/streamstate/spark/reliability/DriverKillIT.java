@@ -82,8 +82,10 @@ class DriverKillIT {
     assertThat(checkpointDir.resolve("offsets").resolve(String.valueOf(batch))).exists();
     assertThat(checkpointDir.resolve("commits").resolve(String.valueOf(batch))).doesNotExist();
     // The aggregation's changelogs of version batch + 1 (named <version>-<commit id>.changelog).
+    // Spark numbers stateful operators from the sink down: 0 aggregation, 1 join, 2 dedup; the
+    // aggregation runs in the batch's last stage.
     List<Path> aggregateCommits =
-        CorruptionIT.files(checkpointDir.resolve("state/2/0"), CorruptionIT.Kind.CHANGELOG).stream()
+        CorruptionIT.files(checkpointDir.resolve("state/0/0"), CorruptionIT.Kind.CHANGELOG).stream()
             .filter(p -> CorruptionIT.versionOf(p) == batch + 1)
             .toList();
     if (hold.startsWith("sink:")) {
