@@ -91,21 +91,35 @@ public class StreamStateProvider implements StateStoreProvider {
   private volatile VersionedStore store;
   private volatile RocksDbMemoryBudget budget;
 
-  /** One hedged writer per JVM: its deadline learns from, and its budget bounds, all stores. */
-  private static HedgedWriter hedger;
+  /**
+   * One hedged writer per JVM and hedge configuration (normally one): its deadline learns from, and
+   * its budget bounds, all stores that share it.
+   */
+  private static final Map<String, HedgedWriter> HEDGERS = new java.util.HashMap<>();
 
   /** This JVM's hedging counters (all zero before the first store opens); for tests. */
   static synchronized io.streamstate.core.hedge.HedgeMetrics.Snapshot hedgeMetricsForTests() {
-    return hedger == null
-        ? io.streamstate.core.hedge.HedgePolicy.defaults().metrics().snapshot()
-        : hedger.policy().metrics().snapshot();
+    io.streamstate.core.hedge.HedgeMetrics.Snapshot sum =
+        io.streamstate.core.hedge.HedgePolicy.defaults().metrics().snapshot();
+    for (HedgedWriter h : HEDGERS.values()) {
+      io.streamstate.core.hedge.HedgeMetrics.Snapshot s = h.policy().metrics().snapshot();
+      sum =
+          new io.streamstate.core.hedge.HedgeMetrics.Snapshot(
+              sum.writes() + s.writes(),
+              sum.hedgesFired() + s.hedgesFired(),
+              sum.hedgesAfterFailure() + s.hedgesAfterFailure(),
+              sum.hedgesWon() + s.hedgesWon(),
+              sum.hedgesSkippedForBudget() + s.hedgesSkippedForBudget(),
+              sum.losersCleaned() + s.losersCleaned(),
+              sum.cleanupFailures() + s.cleanupFailures(),
+              sum.losersLeft() + s.losersLeft());
+    }
+    return sum;
   }
 
   private static synchronized HedgedWriter sharedHedger(StreamStateConf conf) {
-    if (hedger == null) {
-      hedger = new HedgedWriter(conf.hedgePolicy());
-    }
-    return hedger;
+    return HEDGERS.computeIfAbsent(
+        conf.hedgePolicy().toString(), k -> new HedgedWriter(conf.hedgePolicy()));
   }
 
   private volatile StateStoreProviderId providerId;
