@@ -34,14 +34,14 @@ final class RowCounts {
 
   /** Call before putting {@code key}. */
   void beforePut(String family, byte[] key) {
-    if (tx.get(family, key) == null) {
+    if (!tx.exists(family, key)) {
       add(family, 1);
     }
   }
 
   /** Call before deleting {@code key}. */
   void beforeDelete(String family, byte[] key) {
-    if (tx.get(family, key) != null) {
+    if (tx.exists(family, key)) {
       add(family, -1);
     }
   }

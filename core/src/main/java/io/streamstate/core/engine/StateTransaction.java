@@ -1,6 +1,7 @@
 package io.streamstate.core.engine;
 
 import io.streamstate.core.format.Changelog;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -71,7 +72,57 @@ public final class StateTransaction implements AutoCloseable {
         return null;
       }
     }
-    return db.get(family, key);
+    byte[] committed = db.get(family, key);
+    remember(family, key, committed != null);
+    return committed;
+  }
+
+  /**
+   * Whether {@code key} exists, as {@link #get} would say, without copying its value. A key this
+   * transaction already read or asked about is answered from memory: the committed state does not
+   * change while a transaction is open, and callers that count keys (a read, then a put of the same
+   * key) would otherwise read it twice.
+   */
+  public boolean exists(String family, byte[] key) {
+    checkOpen();
+    Overlay overlay = checkFamily(family);
+    if (overlay != null) {
+      byte[] v = overlay.changes.get(key);
+      if (v != null) {
+        return v != Overlay.TOMBSTONE;
+      }
+      if (overlay.hidesCommitted) {
+        return false;
+      }
+    }
+    Map<ByteBuffer, Boolean> known = committedExistence.get(family);
+    Boolean exists = known == null ? null : known.get(ByteBuffer.wrap(key));
+    if (exists != null) {
+      return exists;
+    }
+    boolean found = db.get(family, key) != null;
+    remember(family, key, found);
+    return found;
+  }
+
+  /** Keys whose committed existence this transaction looked up, so far, per family. */
+  private final Map<String, Map<ByteBuffer, Boolean>> committedExistence = new HashMap<>();
+
+  private int rememberedKeys;
+
+  /** Bounds what a transaction remembers of committed existence (a few tens of MB at most). */
+  private static final int MAX_REMEMBERED_KEYS = 1 << 20;
+
+  private void remember(String family, byte[] key, boolean exists) {
+    if (rememberedKeys >= MAX_REMEMBERED_KEYS) {
+      return;
+    }
+    if (committedExistence
+            .computeIfAbsent(family, f -> new HashMap<>())
+            .put(ByteBuffer.wrap(key.clone()), exists)
+        == null) {
+      rememberedKeys++;
+    }
   }
 
   public void put(String family, byte[] key, byte[] value) {
