@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  * <table>
  *   <caption>Create-if-absent per store</caption>
  *   <tr><th>store</th><th>how</th><th>a loser learns it</th></tr>
- *   <tr><td>HDFS ({@code DistributedFileSystem})</td>
+ *   <tr><td>HDFS ({@code DistributedFileSystem}), and any file system declaring the path
+ *       capability {@value CreateIfAbsent#EXCLUSIVE_CREATE_CAPABILITY}</td>
  *       <td>{@code create(path, overwrite=false)}: the NameNode checks and creates under its lock
  *       and the writer's lease</td>
  *       <td>in {@code create}</td></tr>
@@ -171,6 +172,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
   /**
    * Whether {@code fs} gives an atomic create-if-absent under {@code path}: HDFS and local file
    * systems do; others do if they declare the path capability {@value
+   * CreateIfAbsent#EXCLUSIVE_CREATE_CAPABILITY} (atomic {@code create(overwrite=false)}) or {@value
    * #CONDITIONAL_CREATE_CAPABILITY} (S3A with conditional create enabled); anything else is assumed
    * not to.
    *
@@ -189,7 +191,9 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
         + " of one file (a task retry, a speculative or a zombie attempt) exactly one wins."
         + " Supported: hdfs, local files, and stores with conditional create (s3a on Hadoop"
         + " 3.4.2+ with fs.s3a.create.conditional.enabled=true, against a store that supports"
-        + " If-None-Match). If only one writer can ever write under this location, set "
+        + " If-None-Match), and file systems declaring the path capability "
+        + CreateIfAbsent.EXCLUSIVE_CREATE_CAPABILITY
+        + ". If only one writer can ever write under this location, set "
         + HadoopStorages.SPARK_ALLOW_SINGLE_WRITER
         + "=true (or the Hadoop setting "
         + HadoopStorages.ALLOW_SINGLE_WRITER
