@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -34,6 +35,18 @@ class DriverKillIT {
   static final Path work = Sessions.newWorkDir(DriverKillIT.class);
   private static final Path input = work.resolve("input");
   private static List<String> reference;
+
+  /** Driver JVMs this class started: none may outlive a test, whatever it ended in. */
+  private final List<ChildJvm> started = new java.util.ArrayList<>();
+
+  @AfterEach
+  void killLeftoverDrivers() throws InterruptedException {
+    for (ChildJvm child : started) {
+      if (child.process().isAlive()) {
+        child.killHard();
+      }
+    }
+  }
 
   @BeforeAll
   static void runReference() throws Exception {
@@ -108,18 +121,21 @@ class DriverKillIT {
     assertThat(ReliabilityQuery.readOutput(output)).containsExactlyElementsOf(reference);
   }
 
-  private static ChildJvm startDriver(
+  private ChildJvm startDriver(
       Path dir, String checkpoint, Path output, String hold, Path marker, String log)
       throws Exception {
-    return ChildJvm.start(
-        ReliabilityDriverMain.class,
-        dir.resolve(log),
-        ReliabilityQuery.OURS,
-        input.toString(),
-        checkpoint,
-        output.toString(),
-        dir.resolve("driver-work-" + log.replace(".log", "")).toString(),
-        hold,
-        marker.toString());
+    ChildJvm child =
+        ChildJvm.start(
+            ReliabilityDriverMain.class,
+            dir.resolve(log),
+            ReliabilityQuery.OURS,
+            input.toString(),
+            checkpoint,
+            output.toString(),
+            dir.resolve("driver-work-" + log.replace(".log", "")).toString(),
+            hold,
+            marker.toString());
+    started.add(child);
+    return child;
   }
 }
