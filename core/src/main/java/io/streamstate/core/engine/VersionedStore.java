@@ -530,10 +530,9 @@ public final class VersionedStore implements AutoCloseable {
     long expected;
     Step top = newestValidCommit(listing, version, skipped);
     if (top != null) {
-      steps.add(top);
-      heldBytes += top.changelog.changeCount() * 64L;
-      v = version - 1;
-      expected = top.changelog.parentId();
+      // The walk starts at the version itself, so that a snapshot of this very commit is used.
+      v = version;
+      expected = top.commitId;
     } else {
       // No changelog of the version is left (retention keeps the base snapshot alone).
       List<StoreLayout.SnapshotName> snaps = listing.snapshots().getOrDefault(version, List.of());
@@ -583,6 +582,13 @@ public final class VersionedStore implements AutoCloseable {
       boolean localAhead = db != null && localVersion >= 0 && localVersion < v;
       if (!localAhead && restoreSnapshotOnLineage(listing, v, expected, skipped)) {
         break;
+      }
+      if (top != null && v == version) {
+        steps.add(top);
+        expected = top.changelog.parentId();
+        heldBytes += top.changelog.changeCount() * 64L;
+        v--;
+        continue;
       }
       List<StoreLayout.ChangelogName> copies = listing.copiesOf(v, expected);
       if (copies.isEmpty()) {

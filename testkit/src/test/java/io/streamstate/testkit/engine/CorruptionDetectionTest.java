@@ -137,6 +137,18 @@ class CorruptionDetectionTest {
 
   @ParameterizedTest
   @EnumSource(Damage.class)
+  void aSnapshotOfTheVersionLoadedServesItWhateverOlderChangelogsHold(Damage d) {
+    InMemoryStorage durable = build(KEEP_ALL);
+    damage(durable, fileOf(durable, "changelog/", 6), d);
+    try (VersionedStore store = open(durable, KEEP_ALL);
+        StateTransaction tx = store.begin(8)) {
+      assertState(tx, 8); // from the snapshot of 8, without walking past it
+      assertThat(store.lastSnapshotVersion()).isEqualTo(8);
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(Damage.class)
   void damagedManifestFallsBackToAnOlderSnapshotExactly(Damage d) {
     InMemoryStorage durable = build(KEEP_ALL);
     damage(durable, fileOf(durable, "snapshot/", 8), d);
