@@ -324,6 +324,11 @@ public final class SideBySideBenchmark {
     spark
         .conf()
         .set(
+            "spark.sql.streaming.stateStore.streamstate.hedge.enabled",
+            Boolean.toString(cell.provider != Provider.STREAMSTATE_NOHEDGE));
+    spark
+        .conf()
+        .set(
             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
             Boolean.toString(cell.provider.changelog));
     Path checkpointDir = dir.resolve("checkpoints").resolve(cell.id + "-r" + round);
@@ -575,6 +580,9 @@ public final class SideBySideBenchmark {
 
   enum Provider {
     STREAMSTATE("streamstate", "io.streamstate.spark.StreamStateProvider", false, false),
+    /** Ours with hedged writes off: what hedging buys, measured in the same run. */
+    STREAMSTATE_NOHEDGE(
+        "streamstate-nohedge", "io.streamstate.spark.StreamStateProvider", false, false),
     HDFS(
         "hdfs",
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -713,7 +721,10 @@ public final class SideBySideBenchmark {
                 // 10M keys take about 6 min per provider on 2 quiet cores: the two the issue
                 // compares by default, `--providers streamstate,hdfs,rocksdb` adds RocksDB.
                 ? List.of(Provider.STREAMSTATE, Provider.HDFS)
-                : List.of(Provider.values());
+                // streamstate-nohedge is on request only (--providers), for hedging's effect.
+                : Stream.of(Provider.values())
+                    .filter(p -> p != Provider.STREAMSTATE_NOHEDGE)
+                    .toList();
       }
       if (s.matrix == null) {
         s.matrix = s.mode.equals("short") ? "trimmed" : "full";

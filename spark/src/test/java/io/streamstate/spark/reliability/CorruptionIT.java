@@ -263,11 +263,9 @@ class CorruptionIT {
    *   <li>{@code v == L}: exact if a snapshot of {@code L} exists (taken when no changelog of
    *       {@code L} verifies); else an error naming the damaged file, or, if it was deleted, the
    *       directory and the version (its name holds a commit id nothing else records);
-   *   <li>{@code v < L}: exact if a snapshot at a version in {@code [v, L)} exists (the walk back
-   *       from {@code L} stops there); else an error naming the file (the walk knows its name). A
-   *       snapshot at exactly {@code L} does not help here: the engine walks back from {@code L}'s
-   *       changelog through its parents and takes only snapshots of those parents as a base
-   *       (reported to the engine's owner: such a load could start from that snapshot).
+   *   <li>{@code v < L}: exact if a snapshot at a version in {@code [v, L]} exists (the walk back
+   *       from {@code L}'s commit stops at the first snapshot of a commit on it, {@code L}'s own
+   *       included); else an error naming the file (the walk knows its name).
    * </ul>
    */
   private static Outcome expectedOutcome(Case c, Path victim) {
@@ -300,7 +298,7 @@ class CorruptionIT {
               ? Outcome.ERROR_NAMING_DIRECTORY_AND_VERSION
               : Outcome.ERROR_NAMING_FILE;
         }
-        boolean covered = snapshots.stream().anyMatch(sv -> sv >= version && sv < load);
+        boolean covered = snapshots.stream().anyMatch(sv -> sv >= version && sv <= load);
         return covered ? Outcome.EXACT : Outcome.ERROR_NAMING_FILE;
     }
   }
