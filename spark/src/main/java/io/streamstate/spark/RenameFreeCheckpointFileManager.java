@@ -9,6 +9,7 @@ import java.io.BufferedOutputStream;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -368,7 +369,76 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   @Override
   public FSDataInputStream open(Path path) {
+    if (isSparkLogEntry(path)) {
+      checkComplete(path);
+    }
     return delegate.open(path);
+  }
+
+  /** Entries of Spark's offset and commit logs: {@code offsets/<n>}, {@code commits/<n>}. */
+  private static boolean isSparkLogEntry(Path path) {
+    Path parent = path.getParent();
+    return parent != null
+        && (parent.getName().equals("offsets") || parent.getName().equals("commits"))
+        && path.getName().matches("\\d+");
+  }
+
+  /**
+   * Spark's log entries carry no checksum, and on local disk and HDFS a driver that died while
+   * writing one (we write in place, without a temp file) leaves it torn: Spark would then fail with
+   * a JSON parser error that does not say which file. An entry is a version line and JSON objects,
+   * so a complete one ends with '}' and its braces balance; check that and name the file.
+   */
+  private void checkComplete(Path path) {
+    byte[] content;
+    try (FSDataInputStream in = delegate.open(path)) {
+      content = in.readNBytes(MAX_LOG_ENTRY_BYTES + 1);
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read " + path + ": " + e, e);
+    }
+    if (content.length > MAX_LOG_ENTRY_BYTES || isCompleteLogEntry(content)) {
+      return;
+    }
+    throw new UncheckedIOException(
+        new IOException(
+            "Spark's checkpoint file "
+                + path
+                + " is incomplete ("
+                + content.length
+                + " bytes that do not end with a complete JSON object): torn by a crash while it"
+                + " was written. If the query crashed while writing it, delete it and any later"
+                + " entries of "
+                + path.getParent()
+                + ", so that Spark runs that batch again (spark/README.md, Reliability)."));
+  }
+
+  private static final int MAX_LOG_ENTRY_BYTES = 16 << 20;
+
+  static boolean isCompleteLogEntry(byte[] content) {
+    if (content.length == 0 || content[0] != 'v' || content[content.length - 1] != '}') {
+      return false;
+    }
+    int depth = 0;
+    boolean inString = false;
+    for (int i = 0; i < content.length; i++) {
+      byte b = content[i];
+      if (inString) {
+        if (b == '\\') {
+          i++; // skip the escaped character
+        } else if (b == '"') {
+          inString = false;
+        }
+      } else if (b == '"') {
+        inString = true;
+      } else if (b == '{') {
+        depth++;
+      } else if (b == '}') {
+        if (--depth < 0) {
+          return false;
+        }
+      }
+    }
+    return depth == 0 && !inString;
   }
 
   @Override

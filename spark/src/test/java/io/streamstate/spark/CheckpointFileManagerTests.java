@@ -87,6 +87,20 @@ abstract class CheckpointFileManagerTests {
     }
   }
 
+  /**
+   * A complete entry of Spark's offset or commit log of exactly {@code size} bytes: a version line
+   * and one JSON object (the manager refuses to open a torn one).
+   */
+  static byte[] logEntry(String label, int size) {
+    String head = "v1\n{\"" + label + "\":\"";
+    String tail = "\"}";
+    StringBuilder b = new StringBuilder(head);
+    while (b.length() < size - tail.length()) {
+      b.append((char) ('a' + b.length() % 26));
+    }
+    return b.append(tail).toString().getBytes(UTF_8);
+  }
+
   private static byte[] content(String label, int size) {
     byte[] b = new byte[size];
     byte[] l = label.getBytes(UTF_8);
@@ -99,7 +113,7 @@ abstract class CheckpointFileManagerTests {
   @Test
   void writtenFileIsVisibleWithExactBytesAfterClose() throws IOException {
     Path path = new Path(root, "offsets/0");
-    byte[] bytes = content("v1\n{\"batchWatermarkMs\":0}\n", 3000);
+    byte[] bytes = logEntry("batchWatermarkMs", 3000);
     write(fm, path, bytes, false);
 
     assertThat(fm.exists(path)).isTrue();
@@ -111,7 +125,7 @@ abstract class CheckpointFileManagerTests {
   void createWithoutOverwriteOfExistingFileThrowsFileAlreadyExistsAndKeepsOriginal()
       throws IOException {
     Path path = new Path(root, "commits/7");
-    byte[] original = content("original", 500);
+    byte[] original = logEntry("original", 500);
     write(fm, path, original, false);
 
     assertThatThrownBy(() -> write(fm, path, content("intruder", 700), false))
@@ -136,9 +150,27 @@ abstract class CheckpointFileManagerTests {
     assertThat(fm.exists(path)).isFalse();
 
     // The name is free again.
-    byte[] bytes = content("after", 100);
+    byte[] bytes = logEntry("after", 100);
     write(fm, path, bytes, false);
     assertThat(read(fm, path)).isEqualTo(bytes);
+  }
+
+  @Test
+  void aTornSparkLogEntryIsRefusedNamingTheFile() throws IOException {
+    Path offsets = new Path(root, "offsets/5");
+    byte[] whole = logEntry("batchWatermarkMs", 800);
+    write(fm, offsets, java.util.Arrays.copyOf(whole, 400), false); // a driver died mid-write
+    assertThatThrownBy(() -> read(fm, offsets))
+        .hasMessageContaining(offsets.toString())
+        .hasMessageContaining("is incomplete")
+        .hasMessageContaining("delete it and any later entries");
+    Path commits = new Path(root, "commits/5");
+    write(fm, commits, whole, false);
+    assertThat(read(fm, commits)).isEqualTo(whole);
+    // Only Spark's log entries are checked: other files are returned as written.
+    Path other = new Path(root, "sources/0/0");
+    write(fm, other, java.util.Arrays.copyOf(whole, 400), false);
+    assertThat(read(fm, other)).hasSize(400);
   }
 
   @Test
@@ -235,8 +267,8 @@ abstract class CheckpointFileManagerTests {
     int refusedAtClose = 0;
     for (int round = 0; round < RACE_ROUNDS; round++) {
       Path path = new Path(offsets, String.valueOf(round));
-      byte[] bytesA = content("v1\n{\"driver\":\"A\",\"round\":" + round + "}\n", 4096);
-      byte[] bytesB = content("v1\n{\"driver\":\"B\",\"round\":" + round + "}\n", 4096);
+      byte[] bytesA = logEntry("driverA-round" + round, 4096);
+      byte[] bytesB = logEntry("driverB-round" + round, 4096);
       CountDownLatch go = new CountDownLatch(1);
       Future<String> fa = pool.submit(() -> race(a, path, bytesA, go));
       Future<String> fb = pool.submit(() -> race(b, path, bytesB, go));

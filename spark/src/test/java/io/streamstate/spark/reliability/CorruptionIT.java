@@ -34,14 +34,13 @@ import org.junit.jupiter.params.provider.EnumSource;
  *       batch again; a changelog that a valid snapshot at or above its version covers is not
  *       needed);
  *   <li>{@link Outcome#ERROR_NAMING_FILE}: the query stops with an error naming the damaged file (a
- *       changelog nothing else can rebuild);
+ *       changelog nothing else can rebuild, or a torn entry of Spark's offset or commit log, which
+ *       our checkpoint file manager refuses to hand to Spark's parser);
  *   <li>{@link Outcome#ERROR_NAMING_DIRECTORY_AND_VERSION}: a needed changelog is gone; its name
  *       holds a random commit id that nothing else records, so the error names the changelog
  *       directory and the version it has no valid changelog of;
- *   <li>{@link Outcome#ERROR_WITHOUT_FILE_NAME}: Spark's own offset or commit log file is
- *       truncated; the query stops before running anything, but Spark's error (a JSON parser's)
- *       does not name the file: Spark's {@code HDFSMetadataLog} adds the path only to {@code
- *       IllegalStateException}s. A gap in Spark.
+ *   <li>{@link Outcome#ERROR_WITHOUT_FILE_NAME}: not expected any more; it was Spark's JSON parser
+ *       error for a torn offset or commit log entry, which does not name the file.
  * </ul>
  *
  * Never a silent wrong answer. The expected outcome of a changelog case follows from the files
@@ -272,7 +271,7 @@ class CorruptionIT {
     switch (c.kind) {
       case OFFSETS:
       case COMMITS:
-        return c.damage == Damage.DELETE ? Outcome.EXACT : Outcome.ERROR_WITHOUT_FILE_NAME;
+        return c.damage == Damage.DELETE ? Outcome.EXACT : Outcome.ERROR_NAMING_FILE;
       case SNAPSHOT:
       case SST:
         return Outcome.EXACT;
