@@ -405,7 +405,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
                 + path
                 + " is incomplete ("
                 + content.length
-                + " bytes that do not end with a complete JSON object): torn by a crash while it"
+                + " bytes whose lines are not all complete JSON): torn by a crash while it"
                 + " was written. If the query crashed while writing it, delete it and any later"
                 + " entries of "
                 + path.getParent()
@@ -414,31 +414,35 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   private static final int MAX_LOG_ENTRY_BYTES = 16 << 20;
 
+  /** Parses log entry lines; trailing tokens on a line make it invalid. */
+  private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
+      new com.fasterxml.jackson.databind.ObjectMapper()
+          .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
+  /**
+   * Whether {@code content} is a whole entry of Spark's offset or commit log: a version line
+   * ({@code v1}), then lines that are each one complete JSON value (an object, or a number such as
+   * a memory source's offset), or {@code -} (Spark's missing offset).
+   */
   static boolean isCompleteLogEntry(byte[] content) {
-    if (content.length == 0 || content[0] != 'v' || content[content.length - 1] != '}') {
+    String[] lines = new String(content, java.nio.charset.StandardCharsets.UTF_8).split("\n", -1);
+    if (lines.length < 2 || !lines[0].startsWith("v")) {
       return false;
     }
-    int depth = 0;
-    boolean inString = false;
-    for (int i = 0; i < content.length; i++) {
-      byte b = content[i];
-      if (inString) {
-        if (b == '\\') {
-          i++; // skip the escaped character
-        } else if (b == '"') {
-          inString = false;
-        }
-      } else if (b == '"') {
-        inString = true;
-      } else if (b == '{') {
-        depth++;
-      } else if (b == '}') {
-        if (--depth < 0) {
+    for (int i = 1; i < lines.length; i++) {
+      if (lines[i].equals("-")) {
+        continue;
+      }
+      try {
+        com.fasterxml.jackson.databind.JsonNode node = JSON.readTree(lines[i]);
+        if (node == null || node.isMissingNode()) {
           return false;
         }
+      } catch (IOException e) {
+        return false;
       }
     }
-    return depth == 0 && !inString;
+    return true;
   }
 
   @Override

@@ -167,6 +167,11 @@ abstract class CheckpointFileManagerTests {
     Path commits = new Path(root, "commits/5");
     write(fm, commits, whole, false);
     assertThat(read(fm, commits)).isEqualTo(whole);
+    // A memory source's offset is a bare number, a missing one is "-": both are whole entries.
+    Path memory = new Path(root, "offsets/6");
+    byte[] numbers = "v1\n{\"batchWatermarkMs\":0}\n17\n-".getBytes(UTF_8);
+    write(fm, memory, numbers, false);
+    assertThat(read(fm, memory)).isEqualTo(numbers);
     // Only Spark's log entries are checked: other files are returned as written.
     Path other = new Path(root, "sources/0/0");
     write(fm, other, java.util.Arrays.copyOf(whole, 400), false);
