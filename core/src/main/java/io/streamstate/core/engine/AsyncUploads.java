@@ -153,19 +153,7 @@ final class AsyncUploads {
   synchronized List<Long> close(long timeoutMillis) {
     closing = true;
     notifyAll();
-    long deadline = System.currentTimeMillis() + timeoutMillis;
-    while (!queue.isEmpty() && lastFailure == null) {
-      long left = deadline - System.currentTimeMillis();
-      if (left <= 0) {
-        break;
-      }
-      try {
-        wait(left);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        break;
-      }
-    }
+    awaitDrained(timeoutMillis);
     List<Long> lost = new ArrayList<>();
     for (Pending p : queue) {
       lost.add(p.version());

@@ -753,16 +753,23 @@ public final class VersionedStore implements AutoCloseable {
     String location = FramedFile.location(storage, n.name());
     Changelog changelog =
         Changelog.decode(FramedFile.readPayload(storage, n.name(), FileKind.CHANGELOG), location);
-    if (changelog.version() != n.version() || changelog.commitId() != n.commitId()) {
+    checkHoldsWhatItsNameSays(
+        location, n.version(), n.commitId(), changelog.version(), changelog.commitId());
+    return changelog;
+  }
+
+  /** A file whose content names another version or commit than its name is corrupt. */
+  private static void checkHoldsWhatItsNameSays(
+      String location, long version, long commitId, long heldVersion, long heldCommitId) {
+    if (heldVersion != version || heldCommitId != commitId) {
       throw new CorruptFileException(
           location
               + " is corrupt: it holds version "
-              + changelog.version()
+              + heldVersion
               + " commit "
-              + StoreLayout.formatId(changelog.commitId())
+              + StoreLayout.formatId(heldCommitId)
               + ", not what its name says");
     }
-    return changelog;
   }
 
   private Changelog reread(Step step, long version) {
@@ -806,15 +813,8 @@ public final class VersionedStore implements AutoCloseable {
     SnapshotManifest manifest =
         SnapshotManifest.decode(
             FramedFile.readPayload(storage, snapshot.name(), FileKind.SNAPSHOT_MANIFEST), location);
-    if (manifest.version() != snapshot.version() || manifest.commitId() != snapshot.commitId()) {
-      throw new CorruptFileException(
-          location
-              + " is corrupt: it holds version "
-              + manifest.version()
-              + " commit "
-              + StoreLayout.formatId(manifest.commitId())
-              + ", not what its name says");
-    }
+    checkHoldsWhatItsNameSays(
+        location, snapshot.version(), snapshot.commitId(), manifest.version(), manifest.commitId());
     return manifest;
   }
 
