@@ -30,6 +30,8 @@ final class Report {
     new Color(0x1F77B4),
     new Color(0x2CA02C),
     new Color(0xFF7F0E),
+    new Color(0x9467BD),
+    new Color(0x8C564B),
     new Color(0x7F7F7F)
   };
 
@@ -124,16 +126,20 @@ final class Report {
             + " (all: state files and Spark's offset and commit logs), state files = those under"
             + " the checkpoint's `state/` directory, meta ops = storage metadata operations"
             + " (create, open, rename, delete, mkdirs, status, list: every request but the data"
-            + " write; all requests = files + meta ops), MB = MB written. heap = JVM heap"
+            + " write; all requests = files + meta ops), state meta ops = the part of meta ops on"
+            + " paths under `state/` (the provider's own, plus Spark's state schema and operator"
+            + " metadata files there; the rest is Spark's offset, commit and metadata logs, the"
+            + " same for every provider), MB = MB written. heap = JVM heap"
             + " used after the batch (MB, p50, whole JVM). recovery = ms from start() of the"
             + " restarted query to the end of its first batch (median over rounds). rows/s ="
             + " input rows / sum of batch durations (trigger back to back).\n\n");
     md.append(
         "| workload | keys | storage | provider | n | p50 | p95 | p99 | max | p50 ×ours | p99"
-            + " ×ours | commit p50 | addBatch p50 | files | state files | meta ops | MB | heap |"
-            + " state rows | recovery | rows/s |\n");
+            + " ×ours | commit p50 | addBatch p50 | files | state files | meta ops | state meta"
+            + " ops | MB | heap | state rows | recovery | rows/s |\n");
     md.append(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            + "---|\n");
     for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
       String[] key = g.getKey().split("\\|");
       Map<String, double[]> durations = new LinkedHashMap<>();
@@ -154,18 +160,8 @@ final class Report {
         double[] t = durations.get(provider);
         List<Row> recovery =
             p.getValue().stream().filter(r -> r.s("phase").equals("recovery")).toList();
-        double metadataOps =
-            mean(
-                steady.stream()
-                    .mapToDouble(
-                        r ->
-                            r.d("create")
-                                + r.d("open")
-                                + r.d("rename")
-                                + r.d("delete")
-                                + r.d("mkdirs")
-                                + r.d("status")
-                                + r.d("list")));
+        double metadataOps = mean(steady.stream().mapToDouble(r -> metaOps(r, false)));
+        double stateMetadataOps = mean(steady.stream().mapToDouble(r -> metaOps(r, true)));
         double rowsIn = steady.stream().mapToDouble(r -> r.d("inputRows")).sum();
         double msTotal = steady.stream().mapToDouble(r -> r.d("triggerMs")).sum();
         md.append(
@@ -187,6 +183,7 @@ final class Report {
                     num(mean(steady.stream().mapToDouble(r -> r.d("filesWritten")))),
                     num(mean(steady.stream().mapToDouble(r -> r.d("stateFilesWritten")))),
                     num(metadataOps),
+                    num(stateMetadataOps),
                     num(mean(steady.stream().mapToDouble(r -> r.d("bytesWritten"))) / 1e6),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("heapMb"))), 50)),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("stateRows"))), 100)),
@@ -214,6 +211,23 @@ final class Report {
             + " log x) and `charts/timeline-<...>.png` (batch duration per batch id, every round,"
             + " steady phase incl. warm-up). Raw data: `batches-round<N>.csv`, `runs.csv`.\n");
     Files.writeString(dir.resolve("results.md"), md.toString());
+  }
+
+  /**
+   * The "meta ops" of a batch: its storage requests of every kind but the data write (create, open,
+   * rename, delete, mkdirs, status, list); {@code stateOnly}: only those on paths under {@code
+   * state/} (the CSV's {@code stateCreate}, {@code stateOpen}, ... columns). NaN when the batch has
+   * no such counts (local disk, or a CSV written before those columns existed).
+   */
+  static double metaOps(Row r, boolean stateOnly) {
+    double sum = 0;
+    for (LatencyModel.Op op : LatencyModel.Op.values()) {
+      if (op != LatencyModel.Op.WRITE) {
+        sum +=
+            r.d(stateOnly ? SimulatedFileSystem.stateKey(op) : op.name().toLowerCase(Locale.ROOT));
+      }
+    }
+    return sum;
   }
 
   /**

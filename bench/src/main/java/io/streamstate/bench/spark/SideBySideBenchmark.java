@@ -62,7 +62,15 @@ public final class SideBySideBenchmark {
     "mkdirs",
     "status",
     "list",
+    "stateCreate",
+    "stateOpen",
+    "stateRename",
+    "stateDelete",
+    "stateMkdirs",
+    "stateStatus",
+    "stateList",
     "metadataOps",
+    "stateMetadataOps",
     "filesWritten",
     "stateFilesWritten",
     "bytesWritten",
@@ -321,11 +329,16 @@ public final class SideBySideBenchmark {
       PrintWriter out)
       throws Exception {
     spark.conf().set("spark.sql.streaming.stateStore.providerClass", cell.provider.className);
-    spark
-        .conf()
-        .set(
-            "spark.sql.streaming.stateStore.streamstate.hedge.enabled",
-            Boolean.toString(cell.provider != Provider.STREAMSTATE_NOHEDGE));
+    // Our provider's variants: the keys this one does not set are unset, so they take our
+    // provider's defaults (and a variant never leaks into the next cell).
+    Map<String, String> variant = cell.provider.streamstateConfs();
+    for (String key : Provider.STREAMSTATE_VARIANT_KEYS) {
+      if (variant.containsKey(key)) {
+        spark.conf().set(key, variant.get(key));
+      } else {
+        spark.conf().unset(key);
+      }
+    }
     spark
         .conf()
         .set(
@@ -583,6 +596,9 @@ public final class SideBySideBenchmark {
     /** Ours with hedged writes off: what hedging buys, measured in the same run. */
     STREAMSTATE_NOHEDGE(
         "streamstate-nohedge", "io.streamstate.spark.StreamStateProvider", false, false),
+    /** Ours with group commit off: what group commit buys, measured in the same run. */
+    STREAMSTATE_NOGROUP(
+        "streamstate-nogroup", "io.streamstate.spark.StreamStateProvider", false, false),
     HDFS(
         "hdfs",
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -600,6 +616,16 @@ public final class SideBySideBenchmark {
         false),
     NO_DURABILITY("no-durability", "io.streamstate.spark.StreamStateProvider", false, true);
 
+    /** Our provider's switches that a variant turns off (the provider's default: true). */
+    static final String HEDGE_ENABLED = "spark.sql.streaming.stateStore.streamstate.hedge.enabled";
+
+    static final String GROUP_COMMIT_ENABLED =
+        "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
+
+    /** The SQL confs the variants set; each cell sets its own and unsets the others. */
+    static final List<String> STREAMSTATE_VARIANT_KEYS =
+        List.of(HEDGE_ENABLED, GROUP_COMMIT_ENABLED);
+
     static Provider byLabel(String label) {
       for (Provider p : values()) {
         if (p.label.equals(label)) {
@@ -607,6 +633,23 @@ public final class SideBySideBenchmark {
         }
       }
       throw new IllegalArgumentException("Unknown provider " + label);
+    }
+
+    /**
+     * Our provider's SQL confs for this label (empty: every default); the keys are among {@link
+     * #STREAMSTATE_VARIANT_KEYS}.
+     */
+    Map<String, String> streamstateConfs() {
+      return switch (this) {
+        case STREAMSTATE_NOHEDGE -> Map.of(HEDGE_ENABLED, "false");
+        case STREAMSTATE_NOGROUP -> Map.of(GROUP_COMMIT_ENABLED, "false");
+        default -> Map.of();
+      };
+    }
+
+    /** A variant of ours that runs only when {@code --providers} names it. */
+    boolean onRequestOnly() {
+      return this == STREAMSTATE_NOHEDGE || this == STREAMSTATE_NOGROUP;
     }
 
     final String label;
@@ -721,10 +764,9 @@ public final class SideBySideBenchmark {
                 // 10M keys take about 6 min per provider on 2 quiet cores: the two the issue
                 // compares by default, `--providers streamstate,hdfs,rocksdb` adds RocksDB.
                 ? List.of(Provider.STREAMSTATE, Provider.HDFS)
-                // streamstate-nohedge is on request only (--providers), for hedging's effect.
-                : Stream.of(Provider.values())
-                    .filter(p -> p != Provider.STREAMSTATE_NOHEDGE)
-                    .toList();
+                // streamstate-nohedge and streamstate-nogroup are on request only (--providers),
+                // for the effect of hedging and of group commit.
+                : Stream.of(Provider.values()).filter(p -> !p.onRequestOnly()).toList();
       }
       if (s.matrix == null) {
         s.matrix = s.mode.equals("short") ? "trimmed" : "full";

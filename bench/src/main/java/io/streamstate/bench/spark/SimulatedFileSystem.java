@@ -39,7 +39,8 @@ import org.apache.hadoop.util.Progressable;
 
 /**
  * A bench-only Hadoop file system, scheme {@code simfs}, that stores files on the local disk and
- * adds latency per operation kind from a seeded {@link LatencyModel}; it counts operations by kind.
+ * adds latency per operation kind from a seeded {@link LatencyModel}; it counts operations by kind,
+ * and separately those on paths under a checkpoint's {@code state/} directory.
  *
  * <p>{@code simfs://<profile>[-nostate][.<tag>]/<absolute local path>}: the authority names the
  * latency profile ({@code none}, {@code slow-datanode}, {@code busy-namenode}, {@code s3}); a
@@ -89,6 +90,10 @@ public final class SimulatedFileSystem extends FileSystem {
   /** Operation counts, bytes and injected delay of one profile. */
   public static final class Counters {
     private final Map<Op, LongAdder> ops = new ConcurrentHashMap<>();
+
+    /** The part of {@link #ops} on paths under a {@code /state/} directory. */
+    private final Map<Op, LongAdder> stateOps = new ConcurrentHashMap<>();
+
     final LongAdder bytesWritten = new LongAdder();
     final LongAdder bytesRead = new LongAdder();
     final LongAdder filesWritten = new LongAdder();
@@ -99,6 +104,7 @@ public final class SimulatedFileSystem extends FileSystem {
     Counters() {
       for (Op op : Op.values()) {
         ops.put(op, new LongAdder());
+        stateOps.put(op, new LongAdder());
       }
     }
 
@@ -110,16 +116,29 @@ public final class SimulatedFileSystem extends FileSystem {
      * {@code /state/} directory: state store files, not Spark's offset and commit logs), {@code
      * delayMs} (time spent in injected latency) and {@code modelMs} (the latencies drawn, before
      * {@code fs.simfs.latencyScale}; rounded down).
+     *
+     * <p>The same split for the other requests: {@code stateCreate}, {@code stateOpen}, {@code
+     * stateRename}, {@code stateDelete}, {@code stateMkdirs}, {@code stateStatus}, {@code
+     * stateList} count those of each kind on a path under a {@code /state/} directory (a rename
+     * when its source or its target is), and {@code stateMetadataOps} is the part of {@code
+     * metadataOps} among them. The data writes under {@code /state/} are {@code stateFilesWritten}.
      */
     public Map<String, Long> snapshot() {
       Map<String, Long> m = new TreeMap<>();
       long metadata = 0;
-      for (Map.Entry<Op, LongAdder> e : ops.entrySet()) {
-        long n = e.getValue().sum();
-        m.put(e.getKey().name().toLowerCase(Locale.ROOT), n);
-        metadata += e.getKey().isMetadata() ? n : 0;
+      long stateMetadata = 0;
+      for (Op op : Op.values()) {
+        long n = ops.get(op).sum();
+        m.put(op.name().toLowerCase(Locale.ROOT), n);
+        metadata += op.isMetadata() ? n : 0;
+        if (op != Op.WRITE) {
+          long s = stateOps.get(op).sum();
+          m.put(stateKey(op), s);
+          stateMetadata += op.isMetadata() ? s : 0;
+        }
       }
       m.put("metadataOps", metadata);
+      m.put("stateMetadataOps", stateMetadata);
       m.put("bytesWritten", bytesWritten.sum());
       m.put("bytesRead", bytesRead.sum());
       m.put("filesWritten", filesWritten.sum());
@@ -128,6 +147,15 @@ public final class SimulatedFileSystem extends FileSystem {
       m.put("modelMs", (long) modelMs.sum());
       return m;
     }
+  }
+
+  /**
+   * The {@link Counters#snapshot()} key of the requests of kind {@code op} under a {@code /state/}
+   * directory: {@code state} and the kind, capitalized ({@code stateCreate}, {@code stateList}).
+   */
+  static String stateKey(Op op) {
+    String kind = op.name().toLowerCase(Locale.ROOT);
+    return "state" + Character.toUpperCase(kind.charAt(0)) + kind.substring(1);
   }
 
   /** The counters of {@code authority} (created empty if nothing used it yet). */
@@ -206,14 +234,22 @@ public final class SimulatedFileSystem extends FileSystem {
   }
 
   /**
-   * A state store's file (any provider's), as opposed to Spark's offset, commit and metadata logs.
+   * A path under a checkpoint's {@code state/} directory: a state store's file or directory (any
+   * provider's), as opposed to Spark's offset, commit and metadata logs.
    */
   private static boolean isStateFile(java.nio.file.Path p) {
     return STATE_FILES.matcher(p.toString()).find();
   }
 
-  private void delay(Op op, long bytes) throws IOException {
+  /**
+   * Counts one request of kind {@code op} ({@code state}: on a path under a {@code /state/}
+   * directory) and pays its latency.
+   */
+  private void delay(Op op, long bytes, boolean state) throws IOException {
     counters.ops.get(op).increment();
+    if (state) {
+      counters.stateOps.get(op).increment();
+    }
     try {
       LatencyModel.Delay d = model.delay(op, bytes);
       counters.delayMs.add(d.sleptMs());
@@ -241,7 +277,7 @@ public final class SimulatedFileSystem extends FileSystem {
       // Not durable, so no storage latency either, and not counted.
       return new FSDataOutputStream(OutputStream.nullOutputStream(), null);
     }
-    delay(Op.CREATE, 0);
+    delay(Op.CREATE, 0, isStateFile(p));
     java.nio.file.Path parent = p.getParent();
     if (parent != null) {
       if (Files.isRegularFile(parent)) {
@@ -349,7 +385,7 @@ public final class SimulatedFileSystem extends FileSystem {
       }
       closed = true;
       super.close();
-      delay(Op.WRITE, bytes);
+      delay(Op.WRITE, bytes, stateFile);
       counters.bytesWritten.add(bytes);
       counters.filesWritten.increment();
       if (stateFile) {
@@ -372,10 +408,10 @@ public final class SimulatedFileSystem extends FileSystem {
     try {
       size = Files.size(p);
     } catch (NoSuchFileException e) {
-      delay(Op.OPEN, 0);
+      delay(Op.OPEN, 0, isStateFile(p));
       throw new FileNotFoundException(f.toString());
     }
-    delay(Op.OPEN, size);
+    delay(Op.OPEN, size, isStateFile(p));
     counters.bytesRead.add(size);
     return local.open(new Path("file", null, p.toString()), bufferSize);
   }
@@ -387,7 +423,7 @@ public final class SimulatedFileSystem extends FileSystem {
     java.nio.file.Path s = toLocal(src);
     java.nio.file.Path d = toLocal(dst);
     long size = Files.isRegularFile(s) ? Files.size(s) : 0;
-    delay(Op.RENAME, size);
+    delay(Op.RENAME, size, isStateFile(s) || isStateFile(d));
     if (!Files.exists(s)) {
       return false;
     }
@@ -408,7 +444,7 @@ public final class SimulatedFileSystem extends FileSystem {
   @Override
   public boolean delete(Path f, boolean recursive) throws IOException {
     java.nio.file.Path p = toLocal(f);
-    delay(Op.DELETE, 0);
+    delay(Op.DELETE, 0, isStateFile(p));
     if (!Files.exists(p)) {
       return false;
     }
@@ -433,7 +469,7 @@ public final class SimulatedFileSystem extends FileSystem {
     if (discarded(p) && !Files.exists(p)) {
       return new FileStatus[0];
     }
-    delay(Op.LIST, 0);
+    delay(Op.LIST, 0, isStateFile(p));
     if (!Files.exists(p)) {
       throw new FileNotFoundException(f.toString());
     }
@@ -459,7 +495,7 @@ public final class SimulatedFileSystem extends FileSystem {
     if (discarded(p)) {
       return true;
     }
-    delay(Op.MKDIRS, 0);
+    delay(Op.MKDIRS, 0, isStateFile(p));
     if (Files.isRegularFile(p)) {
       throw new FileAlreadyExistsException(f + " is a file");
     }
@@ -475,7 +511,7 @@ public final class SimulatedFileSystem extends FileSystem {
       return new FileStatus(
           0, true, 1, 0, 0, 0, FsPermission.getDirDefault(), "bench", "bench", toSim(p));
     }
-    delay(Op.STATUS, 0);
+    delay(Op.STATUS, 0, isStateFile(p));
     return status(p);
   }
 

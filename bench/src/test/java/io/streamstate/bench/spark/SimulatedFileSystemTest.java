@@ -151,9 +151,78 @@ class SimulatedFileSystemTest {
         .containsEntry("stateFilesWritten", 1L)
         .containsEntry("bytesWritten", 5L)
         .containsEntry("bytesRead", 2L)
-        .containsEntry("delayMs", 0L);
+        .containsEntry("delayMs", 0L)
+        // Under state/: all but the offset file's create and the two requests for "missing".
+        .containsEntry("stateMkdirs", 1L)
+        .containsEntry("stateCreate", 1L)
+        .containsEntry("stateOpen", 1L)
+        .containsEntry("stateStatus", 1L)
+        .containsEntry("stateList", 1L)
+        .containsEntry("stateRename", 1L)
+        .containsEntry("stateDelete", 1L)
+        .containsEntry("stateMetadataOps", 6L);
     // 8 metadata ops at 2-6 ms each (load 1: one caller), 4 data ops at 1-4 ms.
     assertThat(c.get("modelMs")).isBetween(19L, 64L);
+  }
+
+  @Test
+  void countsRequestsUnderAStateDirectorySeparatelyFromSparksLogs() throws IOException {
+    SimulatedFileSystem fs = open("s3");
+    // Spark's logs next to the state directory, and names that only look like state/.
+    Path offsets = path(fs, "cp/offsets");
+    fs.mkdirs(offsets);
+    write(fs, new Path(offsets, "0"), "o", false);
+    write(fs, path(fs, "cp/commits/state"), "c", false);
+    write(fs, path(fs, "cp/mystate/0"), "m", false);
+    fs.rename(new Path(offsets, "0"), new Path(offsets, "1"));
+    fs.listStatus(offsets);
+    // The provider's own requests.
+    Path store = path(fs, "cp/state/0/2");
+    fs.mkdirs(store);
+    fs.getFileStatus(path(fs, "cp/state")); // the directory itself is not under it
+    write(fs, new Path(store, "1.changelog"), "aa", false);
+    write(fs, new Path(store, "2.changelog"), "bb", false);
+    read(fs, new Path(store, "1.changelog"));
+    fs.listStatus(store);
+    fs.listStatus(store);
+    fs.getFileStatus(new Path(store, "2.changelog"));
+    fs.delete(new Path(store, "1.changelog"), false);
+    // A rename counts as state when either side is under state/.
+    write(fs, path(fs, "cp/tmp-upload"), "t", false);
+    fs.rename(path(fs, "cp/tmp-upload"), new Path(store, "3.changelog"));
+
+    Map<String, Long> c = counters(fs);
+    assertThat(c)
+        .containsEntry("mkdirs", 2L)
+        .containsEntry("create", 6L)
+        .containsEntry("open", 1L)
+        .containsEntry("rename", 2L)
+        .containsEntry("delete", 1L)
+        .containsEntry("status", 2L)
+        .containsEntry("list", 3L)
+        .containsEntry("metadataOps", 16L)
+        .containsEntry("stateMkdirs", 1L)
+        .containsEntry("stateCreate", 2L)
+        .containsEntry("stateOpen", 1L)
+        .containsEntry("stateRename", 1L)
+        .containsEntry("stateDelete", 1L)
+        .containsEntry("stateStatus", 1L)
+        .containsEntry("stateList", 2L)
+        .containsEntry("stateMetadataOps", 8L)
+        .containsEntry("filesWritten", 6L)
+        .containsEntry("stateFilesWritten", 2L);
+    // Every kind but the data write has its state/ part, and nothing else is named state*.
+    assertThat(c.keySet().stream().filter(k -> k.startsWith("state")))
+        .containsExactlyInAnyOrder(
+            "stateCreate",
+            "stateOpen",
+            "stateRename",
+            "stateDelete",
+            "stateMkdirs",
+            "stateStatus",
+            "stateList",
+            "stateMetadataOps",
+            "stateFilesWritten");
   }
 
   @Test
@@ -248,6 +317,10 @@ class SimulatedFileSystemTest {
         .containsEntry("write", 1L)
         .containsEntry("filesWritten", 1L)
         .containsEntry("stateFilesWritten", 0L)
+        .containsEntry("stateCreate", 0L)
+        .containsEntry("stateList", 0L)
+        .containsEntry("stateStatus", 0L)
+        .containsEntry("stateMetadataOps", 0L)
         .containsEntry("bytesWritten", 6L);
   }
 
