@@ -45,6 +45,13 @@ import scala.jdk.javaapi.CollectionConverters;
  *       for users who accept losing those batches' state changes</td></tr>
  *   <tr><td>{@value #ASYNC_MAX_LAG_VERSIONS}</td><td>1</td><td>in {@code async}: the most versions
  *       a store may be ahead of durable storage; a commit waits while it is</td></tr>
+ *   <tr><td>{@value #GROUP_COMMIT_ENABLED}</td><td>true</td><td>in {@code sync}: the commits of
+ *       one batch that an executor's stores make together are published as one segment file
+ *       instead of one changelog each (each commit still returns only once durable); see {@code
+ *       docs/protocol.md}, "Group commit"</td></tr>
+ *   <tr><td>{@value #GROUP_COMMIT_MAX_WAIT_MS}</td><td>100</td><td>how long a commit waits at most
+ *       for the other tasks of the executor that still have a store of the same batch open; a
+ *       commit that no other task can join is written at once</td></tr>
  *   <tr><td>{@value #HEDGE_ENABLED}</td><td>true</td><td>hedge slow changelog writes: a write
  *       still running at its deadline is written again under the commit's alternate name and the
  *       first copy to complete commits (the other is deleted); see {@code docs/protocol.md},
@@ -77,6 +84,8 @@ public final class StreamStateConf {
   public static final String LOCK_TIMEOUT_MS = PREFIX + "lockTimeoutMs";
   public static final String DURABILITY = PREFIX + "durability";
   public static final String ASYNC_MAX_LAG_VERSIONS = PREFIX + "durability.asyncMaxLagVersions";
+  public static final String GROUP_COMMIT_ENABLED = PREFIX + "groupCommit.enabled";
+  public static final String GROUP_COMMIT_MAX_WAIT_MS = PREFIX + "groupCommit.maxWaitMs";
   public static final String HEDGE_ENABLED = PREFIX + "hedge.enabled";
   public static final String HEDGE_FLOOR_MS = PREFIX + "hedge.floorMs";
   public static final String HEDGE_INITIAL_DEADLINE_MS = PREFIX + "hedge.initialDeadlineMs";
@@ -98,13 +107,16 @@ public final class StreamStateConf {
   private final Optional<String> localDir;
   private final long lockTimeoutMs;
   private final HedgePolicy hedgePolicy;
+  private final long groupCommitMaxWaitMs;
 
   private StreamStateConf(
       StoreOptions storeOptions,
       long memoryCapBytes,
       Optional<String> localDir,
       long lockTimeoutMs,
-      HedgePolicy hedgePolicy) {
+      HedgePolicy hedgePolicy,
+      long groupCommitMaxWaitMs) {
+    this.groupCommitMaxWaitMs = groupCommitMaxWaitMs;
     this.storeOptions = storeOptions;
     this.memoryCapBytes = memoryCapBytes;
     this.localDir = localDir;
@@ -159,7 +171,38 @@ public final class StreamStateConf {
         cap,
         Optional.ofNullable(dir).filter(s -> !s.isBlank()),
         lockTimeout,
-        hedgePolicy(confs));
+        hedgePolicy(confs),
+        groupCommitMaxWaitMs(confs));
+  }
+
+  /** The group commit's maximum wait, or -1 when group commit is off. */
+  private static long groupCommitMaxWaitMs(Map<String, String> confs) {
+    String enabled =
+        confs.getOrDefault(GROUP_COMMIT_ENABLED, "true").trim().toLowerCase(Locale.ROOT);
+    if (!enabled.equals("true") && !enabled.equals("false")) {
+      throw new IllegalArgumentException(
+          "Invalid value for "
+              + GROUP_COMMIT_ENABLED
+              + ": '"
+              + enabled
+              + "' (expected true or false)");
+    }
+    long wait = readLong(confs, GROUP_COMMIT_MAX_WAIT_MS, 100);
+    if (wait < 0) {
+      throw new IllegalArgumentException(
+          "Invalid value for " + GROUP_COMMIT_MAX_WAIT_MS + ": " + wait + " (expected >= 0)");
+    }
+    return enabled.equals("true") ? wait : -1;
+  }
+
+  /** Whether sync commits are grouped into segments (async commits never are). */
+  public boolean groupCommitEnabled() {
+    return groupCommitMaxWaitMs >= 0 && !storeOptions.isAsync();
+  }
+
+  /** How long a group commit waits for its other members at most. */
+  public long groupCommitMaxWaitMs() {
+    return Math.max(0, groupCommitMaxWaitMs);
   }
 
   private static HedgePolicy hedgePolicy(Map<String, String> confs) {

@@ -71,6 +71,16 @@ public final class StreamStateMetrics {
           "streamstateHedgesWon",
           "streamstate: hedged changelog writes whose hedge completed first");
 
+  public static final StateStoreCustomSumMetric SEGMENT_COMMITS =
+      new StateStoreCustomSumMetric(
+          "streamstateSegmentCommits",
+          "streamstate: commits published as members of a group commit's segment");
+  public static final StateStoreCustomSumMetric SEGMENTS_WRITTEN =
+      new StateStoreCustomSumMetric(
+          "streamstateSegmentsWritten",
+          "streamstate: segment files written by this operator's tasks (each holds the commits of"
+              + " all stores of the executor that committed together)");
+
   public static final StateStoreCustomSumMetric VERSIONS_LOST =
       new StateStoreCustomSumMetric(
           "streamstateVersionsLost",
@@ -95,6 +105,8 @@ public final class StreamStateMetrics {
           CHANGELOGS_REPLAYED,
           HEDGES_FIRED,
           HEDGES_WON,
+          SEGMENT_COMMITS,
+          SEGMENTS_WRITTEN,
           VERSIONS_LOST,
           UPLOAD_LAG);
 
@@ -133,6 +145,8 @@ public final class StreamStateMetrics {
     m.put(CHANGELOGS_REPLAYED, after.changelogsReplayed() - before.changelogsReplayed());
     m.put(HEDGES_FIRED, after.hedgesFired() - before.hedgesFired());
     m.put(HEDGES_WON, after.hedgesWon() - before.hedgesWon());
+    m.put(SEGMENT_COMMITS, after.segmentCommits() - before.segmentCommits());
+    m.put(SEGMENTS_WRITTEN, after.segmentsWritten() - before.segmentsWritten());
     m.put(VERSIONS_LOST, after.versionsLost() - before.versionsLost());
     m.put(UPLOAD_LAG, (long) uploadLag); // Spark reads sum metrics as Long
     return m;

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.engine.GroupCommitter;
 import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreMetrics;
@@ -171,7 +172,11 @@ public class StreamStateProvider implements StateStoreProvider {
             localDir,
             conf.storeOptions(),
             budget,
-            sharedHedger(conf));
+            sharedHedger(conf),
+            conf.groupCommitEnabled()
+                ? GroupCommitter.shared(
+                    location.storage(), sharedHedger(conf), conf.groupCommitMaxWaitMs())
+                : null);
     this.metricsAtLastCommit = store.metrics().snapshot();
     LIVE_PROVIDERS.incrementAndGet();
     LOG.debug(
@@ -409,6 +414,9 @@ public class StreamStateProvider implements StateStoreProvider {
     StreamStateStore opened = null;
     try {
       StateTransaction tx = store.begin(version);
+      if (readOnly) {
+        tx.expectCommit(false); // group commits of other tasks need not wait for it
+      }
       opened = new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
       openStore.set(opened);
       opened.attachToTask();

@@ -120,6 +120,7 @@ final class StreamStateStore implements StateStore {
     }
     readOnly = false;
     forceSnapshotOnCommit = forceSnapshot;
+    tx.expectCommit(true); // it may commit now: group commits wait for it again
     return true;
   }
 

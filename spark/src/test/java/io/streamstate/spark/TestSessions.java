@@ -80,8 +80,9 @@ final class TestSessions {
   static final String FORCED_CONF = "streamstate.it.forcedConf";
 
   /**
-   * When the forced confs hedge every write, checks that this JVM's stores did hedge: else the
-   * second parity run would prove nothing about hedging.
+   * When the forced confs hedge every write, checks that this JVM's stores did hedge, and when they
+   * force group commit, that segments did hold several commits: else the extra parity runs would
+   * prove nothing about either.
    */
   static void assertHedgedIfForced() {
     if (forcedConf().containsKey(StreamStateConf.HEDGE_FLOOR_MS)) {
@@ -89,6 +90,12 @@ final class TestSessions {
               StreamStateProvider.hedgeMetricsForTests().hedgesFired())
           .as("hedges fired in this JVM with every write hedged")
           .isPositive();
+    }
+    if (forcedConf().containsKey(StreamStateConf.GROUP_COMMIT_MAX_WAIT_MS)) {
+      long[] totals = io.streamstate.core.engine.GroupCommitter.sharedTotals();
+      org.assertj.core.api.Assertions.assertThat(totals[1])
+          .as("commits in segments (%d segments) in this JVM with group commit forced", totals[0])
+          .isGreaterThan(totals[0]);
     }
   }
 }

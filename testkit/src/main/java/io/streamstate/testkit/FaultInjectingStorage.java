@@ -337,6 +337,8 @@ public final class FaultInjectingStorage implements Storage {
   private final Set<Target> scriptedBeforeByName = ConcurrentHashMap.newKeySet();
   private final Set<Target> scriptedAfterByName = ConcurrentHashMap.newKeySet();
   private final Set<String> scriptedTorn = ConcurrentHashMap.newKeySet();
+  private final List<Predicate<String>> scriptedTornMatching =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
   private final List<Stall> stalls = new CopyOnWriteArrayList<>();
   private volatile boolean crashed;
 
@@ -403,6 +405,14 @@ public final class FaultInjectingStorage implements Storage {
    */
   public void tearCreate(String name) {
     scriptedTorn.add(Objects.requireNonNull(name, "name"));
+  }
+
+  /**
+   * Tears the next create whose name matches {@code names} (for names not known in advance, such as
+   * a segment's), as {@link #tearCreate(String)} does. One create only.
+   */
+  public void tearCreate(Predicate<String> names) {
+    scriptedTornMatching.add(Objects.requireNonNull(names, "names"));
   }
 
   /** From now on every call fails without reaching the delegate, until {@link #recover()}. */
@@ -523,6 +533,14 @@ public final class FaultInjectingStorage implements Storage {
       before |= scriptedBeforeByName.remove(new Target(kind, name));
       after |= scriptedAfterByName.remove(new Target(kind, name));
       torn |= kind == CallKind.CREATE && scriptedTorn.remove(name);
+      if (kind == CallKind.CREATE && !torn) {
+        for (Predicate<String> p : scriptedTornMatching) {
+          if (p.test(name) && scriptedTornMatching.remove(p)) {
+            torn = true;
+            break;
+          }
+        }
+      }
       return new Plan(call, before, after, torn, tornFraction, delay);
     }
   }

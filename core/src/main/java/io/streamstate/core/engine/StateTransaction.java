@@ -244,6 +244,17 @@ public final class StateTransaction implements AutoCloseable {
     }
   }
 
+  /**
+   * Declares whether this transaction may still commit (by default it may). A group commit waits
+   * for the transactions of other threads that may commit; a read-only use says it will not, so
+   * that other stores' commits do not wait for it.
+   */
+  public void expectCommit(boolean mayCommit) {
+    if (state == State.OPEN) {
+      store.expectCommit(this, mayCommit);
+    }
+  }
+
   /** Drops all changes. Idempotent; a no-op after commit. */
   public void abort() {
     if (state == State.OPEN) {

@@ -25,6 +25,8 @@ public final class StoreMetrics {
   final AtomicLong hedgesFired = new AtomicLong();
   final AtomicLong hedgesWon = new AtomicLong();
   final AtomicLong versionsLost = new AtomicLong();
+  final AtomicLong segmentCommits = new AtomicLong();
+  final AtomicLong segmentsWritten = new AtomicLong();
 
   /** An immutable reading of all counters. */
   public record Snapshot(
@@ -45,7 +47,9 @@ public final class StoreMetrics {
       long invalidFilesSkipped,
       long hedgesFired,
       long hedgesWon,
-      long versionsLost) {}
+      long versionsLost,
+      long segmentCommits,
+      long segmentsWritten) {}
 
   public Snapshot snapshot() {
     return new Snapshot(
@@ -66,6 +70,8 @@ public final class StoreMetrics {
         invalidFilesSkipped.get(),
         hedgesFired.get(),
         hedgesWon.get(),
-        versionsLost.get());
+        versionsLost.get(),
+        segmentCommits.get(),
+        segmentsWritten.get());
   }
 }

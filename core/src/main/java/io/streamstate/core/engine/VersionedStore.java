@@ -9,6 +9,7 @@ import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.format.FileKind;
 import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.format.Segment;
 import io.streamstate.core.format.SnapshotManifest;
 import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
@@ -65,6 +66,12 @@ public final class VersionedStore implements AutoCloseable {
   private final HedgedWriter hedger;
   private final StoreMetrics metrics = new StoreMetrics();
 
+  /** Groups this store's sync commits with other stores' into segments; null: one file each. */
+  private final GroupCommitter groupCommitter;
+
+  /** The group-commit ticket of the open transaction, if it may commit. */
+  private GroupCommitter.Ticket ticket;
+
   /** Background uploads in {@code async} durability; null in {@code sync}. */
   private final AsyncUploads uploads;
 
@@ -113,8 +120,14 @@ public final class VersionedStore implements AutoCloseable {
       Path localDir,
       StoreOptions options,
       RocksDbMemoryBudget budget,
-      HedgedWriter hedger) {
+      HedgedWriter hedger,
+      GroupCommitter groupCommitter) {
+    if (groupCommitter != null && groupCommitter.storage() != storage) {
+      throw new IllegalArgumentException(
+          "Store " + name + ": its group committer writes to another storage");
+    }
     this.name = name;
+    this.groupCommitter = options.isAsync() ? null : groupCommitter;
     this.storage = storage;
     this.layout = new StoreLayout(prefix);
     this.localDir = localDir;
@@ -162,13 +175,32 @@ public final class VersionedStore implements AutoCloseable {
       StoreOptions options,
       RocksDbMemoryBudget budget,
       HedgedWriter hedger) {
+    return open(name, storage, prefix, localDir, options, budget, hedger, null);
+  }
+
+  /**
+   * Opens a store whose sync commits go through {@code groupCommitter} (shared by the stores of a
+   * storage root in a process; null for one changelog per commit): commits that stores make
+   * together are published as one segment (docs/protocol.md, "Group commit"). Async stores ignore
+   * it.
+   */
+  public static VersionedStore open(
+      String name,
+      Storage storage,
+      String prefix,
+      Path localDir,
+      StoreOptions options,
+      RocksDbMemoryBudget budget,
+      HedgedWriter hedger,
+      GroupCommitter groupCommitter) {
     deleteRecursively(localDir);
     try {
       Files.createDirectories(localDir);
     } catch (IOException e) {
       throw new StreamStateException("Cannot create local directory " + localDir + ": " + e, e);
     }
-    return new VersionedStore(name, storage, prefix, localDir, options, budget, hedger);
+    return new VersionedStore(
+        name, storage, prefix, localDir, options, budget, hedger, groupCommitter);
   }
 
   public String name() {
@@ -239,6 +271,9 @@ public final class VersionedStore implements AutoCloseable {
         load(version);
       }
       openTransaction = new StateTransaction(this, db, version);
+      if (groupCommitter != null) {
+        ticket = groupCommitter.expect(version + 1);
+      }
       return openTransaction;
     } catch (RuntimeException e) {
       // A failed load leaves no half-built instance behind.
@@ -270,7 +305,11 @@ public final class VersionedStore implements AutoCloseable {
       // c2: publish it under an attempt-unique name: the one durable step. In async durability
       // the upload is queued instead (and this waits while the lag is at its maximum).
       long written;
-      if (uploads != null) {
+      if (ticket != null) {
+        GroupCommitter.Ticket t = ticket;
+        ticket = null;
+        written = publishInSegment(t, newVersion, commitId, payload);
+      } else if (uploads != null) {
         ASYNC_BY_LOCATION.put(durableLocation(), uploads);
         uploads.submit(new AsyncUploads.Pending(newVersion, commitId, payload));
         written = payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
@@ -306,8 +345,61 @@ public final class VersionedStore implements AutoCloseable {
       metrics.lastCommitChanges.set(changelog.changeCount());
       return newVersion;
     } finally {
+      withdrawTicket();
       lock.unlock();
     }
+  }
+
+  /** Withdraws the open transaction's group-commit ticket, if any (it will not commit now). */
+  private void withdrawTicket() {
+    if (ticket != null) {
+      groupCommitter.withdraw(ticket);
+      ticket = null;
+    }
+  }
+
+  /**
+   * Declares whether the open transaction may still commit: a read-only use withdraws it from group
+   * commit, so that other stores' segments do not wait for it.
+   */
+  void expectCommit(StateTransaction tx, boolean mayCommit) {
+    lock.lock();
+    try {
+      if (tx != openTransaction || groupCommitter == null) {
+        return;
+      }
+      if (!mayCommit) {
+        withdrawTicket();
+      } else if (ticket == null) {
+        ticket = groupCommitter.expect(tx.version() + 1);
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Publishes this commit as a member of a group commit's segment; returns the bytes written. */
+  private long publishInSegment(
+      GroupCommitter.Ticket t, long version, long commitId, byte[] payload) {
+    GroupCommitter.Result result =
+        groupCommitter.commit(t, new Segment.Member(layout.prefix(), commitId, localId, payload));
+    metrics.segmentCommits.incrementAndGet();
+    if (result.wroteIt()) {
+      metrics.filesWritten.incrementAndGet();
+      metrics.segmentsWritten.incrementAndGet();
+    }
+    if (result.published() != null && result.published().hedgeFired()) {
+      if (result.wroteIt()) {
+        metrics.hedgesFired.incrementAndGet();
+        metrics.filesWritten.incrementAndGet();
+      }
+      if (result.published().hedgeWon() && result.wroteIt()) {
+        metrics.hedgesWon.incrementAndGet();
+      }
+    }
+    long bytes = payload.length;
+    metrics.bytesWritten.addAndGet(bytes);
+    return bytes;
   }
 
   /** Releases the open transaction without committing. */
@@ -316,6 +408,7 @@ public final class VersionedStore implements AutoCloseable {
     try {
       if (openTransaction == tx) {
         openTransaction = null;
+        withdrawTicket();
       }
     } finally {
       lock.unlock();
@@ -431,17 +524,79 @@ public final class VersionedStore implements AutoCloseable {
   // ---------------------------------------------------------------------------------------------
   // Load and recovery (docs/protocol.md, "Load and recovery")
 
-  /** The durable files of this store by version: changelogs listed at once, snapshots on demand. */
+  /**
+   * One candidate commit of this store: a changelog file, or this store's member of a segment
+   * ({@code file} is then the segment's name).
+   */
+  private record Candidate(
+      String file, long version, long commitId, boolean hedge, long mtime, boolean inSegment) {}
+
+  /**
+   * The durable files of this store by version: changelogs and segment names listed at once,
+   * segment indexes read per version when a load reaches it, snapshots listed on demand.
+   */
   private final class Listing {
     private final NavigableMap<Long, List<FileInfo>> changelogs;
+    private final NavigableMap<Long, List<SegmentCatalog.SegmentFile>> segments;
+    private final Map<Long, List<Candidate>> candidates = new HashMap<>();
+    private final List<String> unreadableSegments = new ArrayList<>();
     private NavigableMap<Long, List<StoreLayout.SnapshotName>> snapshots;
 
-    Listing(NavigableMap<Long, List<FileInfo>> changelogs) {
+    Listing(
+        NavigableMap<Long, List<FileInfo>> changelogs,
+        NavigableMap<Long, List<SegmentCatalog.SegmentFile>> segments) {
       this.changelogs = changelogs;
+      this.segments = segments;
     }
 
-    NavigableMap<Long, List<FileInfo>> changelogs() {
-      return changelogs;
+    /** Every commit of {@code version} found: changelog files, then segment members. */
+    List<Candidate> candidates(long version) {
+      return candidates.computeIfAbsent(
+          version,
+          v -> {
+            List<Candidate> found = new ArrayList<>();
+            for (FileInfo f : changelogs.getOrDefault(v, List.of())) {
+              StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
+              found.add(
+                  new Candidate(
+                      f.name(), v, n.commitId(), n.hedge(), f.lastModifiedMillis(), false));
+            }
+            for (SegmentCatalog.SegmentFile f : segments.getOrDefault(v, List.of())) {
+              String segment = f.name().name();
+              try {
+                for (Segment.IndexEntry e : segmentCatalog().index(segment).entries()) {
+                  if (e.storePrefix().equals(layout.prefix())) {
+                    found.add(
+                        new Candidate(
+                            segment,
+                            v,
+                            e.commitId(),
+                            f.name().hedge(),
+                            f.lastModifiedMillis(),
+                            true));
+                  }
+                }
+              } catch (CorruptFileException | MissingFileException e) {
+                // Whose commits a torn segment held is unknown: named in errors, never loaded.
+                unreadableSegments.add(e.getMessage());
+              }
+            }
+            return found;
+          });
+    }
+
+    /** The newest version with a commit of this store, or null. */
+    Long newestVersion() {
+      Long newest = changelogs.isEmpty() ? null : changelogs.lastKey();
+      for (long v : segments.descendingKeySet()) {
+        if (newest != null && v <= newest) {
+          break;
+        }
+        if (!candidates(v).isEmpty()) {
+          return v;
+        }
+      }
+      return newest;
     }
 
     NavigableMap<Long, List<StoreLayout.SnapshotName>> snapshots() {
@@ -457,18 +612,21 @@ public final class VersionedStore implements AutoCloseable {
       return snapshots;
     }
 
-    /** The changelog files of {@code version} with commit id {@code id}: primary, then hedge. */
-    List<StoreLayout.ChangelogName> copiesOf(long version, long id) {
-      List<StoreLayout.ChangelogName> copies = new ArrayList<>();
-      for (FileInfo f : changelogs.getOrDefault(version, List.of())) {
-        StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
-        if (n.commitId() == id) {
-          copies.add(n);
+    /** The copies of commit {@code id} of {@code version}: primaries, then hedge copies. */
+    List<Candidate> copiesOf(long version, long id) {
+      List<Candidate> copies = new ArrayList<>();
+      for (Candidate c : candidates(version)) {
+        if (c.commitId() == id) {
+          copies.add(c);
         }
       }
-      copies.sort(Comparator.comparing(StoreLayout.ChangelogName::hedge));
+      copies.sort(Comparator.comparing(Candidate::hedge));
       return copies;
     }
+  }
+
+  private SegmentCatalog segmentCatalog() {
+    return SegmentCatalog.of(storage);
   }
 
   private Listing listDurable() {
@@ -479,23 +637,22 @@ public final class VersionedStore implements AutoCloseable {
         changelogs.computeIfAbsent(n.version(), v -> new ArrayList<>()).add(f);
       }
     }
-    return new Listing(changelogs);
+    return new Listing(changelogs, segmentCatalog().list());
   }
 
   /**
-   * One changelog on the lineage being loaded; {@code changelog} is null once dropped to save
-   * memory.
+   * One commit on the lineage being loaded; {@code changelog} is null once dropped to save memory.
    */
   private static final class Step {
-    final String file;
+    final Candidate source;
     final long version;
     final long commitId;
     Changelog changelog;
 
-    Step(String file, long version, long commitId, Changelog changelog) {
-      this.file = file;
-      this.version = version;
-      this.commitId = commitId;
+    Step(Candidate source, Changelog changelog) {
+      this.source = source;
+      this.version = source.version();
+      this.commitId = source.commitId();
       this.changelog = changelog;
     }
   }
@@ -568,7 +725,7 @@ public final class VersionedStore implements AutoCloseable {
                   + ": the changelog of version 1 on its lineage names parent commit "
                   + StoreLayout.formatId(expected)
                   + " instead of the empty state ("
-                  + FramedFile.location(storage, steps.get(steps.size() - 1).file)
+                  + FramedFile.location(storage, steps.get(steps.size() - 1).source.file())
                   + ")");
         }
         discardLocal();
@@ -590,7 +747,7 @@ public final class VersionedStore implements AutoCloseable {
         v--;
         continue;
       }
-      List<StoreLayout.ChangelogName> copies = listing.copiesOf(v, expected);
+      List<Candidate> copies = listing.copiesOf(v, expected);
       if (copies.isEmpty()) {
         throw new MissingFileException(
             lineageFailure(
@@ -602,7 +759,7 @@ public final class VersionedStore implements AutoCloseable {
                     + " on the lineage builds on it)",
                 skipped));
       }
-      Step step = readCommit(copies, v, skipped, version);
+      Step step = readCopies(copies, skipped, version);
       steps.add(step);
       expected = step.changelog.parentId();
       heldBytes += step.changelog.changeCount() * 64L;
@@ -632,7 +789,7 @@ public final class VersionedStore implements AutoCloseable {
     long floor = Math.max(0, version - options.asyncMaxLagVersions());
     long durable = -1;
     for (long d = version - 1; d >= floor; d--) {
-      if (d == 0 || listing.changelogs().containsKey(d) || listing.snapshots().containsKey(d)) {
+      if (d == 0 || !listing.candidates(d).isEmpty() || listing.snapshots().containsKey(d)) {
         durable = d;
         break;
       }
@@ -681,15 +838,12 @@ public final class VersionedStore implements AutoCloseable {
    * absent (a crashed or still-running writer's file).
    */
   private Step newestValidCommit(Listing listing, long version, List<String> skipped) {
-    List<FileInfo> files = new ArrayList<>(listing.changelogs().getOrDefault(version, List.of()));
-    files.sort(
-        Comparator.comparingLong(FileInfo::lastModifiedMillis)
-            .thenComparing(FileInfo::name)
-            .reversed());
-    for (FileInfo f : files) {
-      StoreLayout.ChangelogName n = StoreLayout.parseChangelog(f.name());
+    List<Candidate> found = new ArrayList<>(listing.candidates(version));
+    found.sort(
+        Comparator.comparingLong(Candidate::mtime).thenComparing(Candidate::file).reversed());
+    for (Candidate c : found) {
       try {
-        return new Step(f.name(), version, n.commitId(), readChangelog(n));
+        return new Step(c, readCommit(c));
       } catch (CorruptFileException | MissingFileException e) {
         metrics.invalidFilesSkipped.incrementAndGet();
         skipped.add(e.getMessage());
@@ -700,12 +854,11 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   /** Reads the commit {@code copies} hold (one commit id: the primary, then a hedge copy). */
-  private Step readCommit(
-      List<StoreLayout.ChangelogName> copies, long v, List<String> skipped, long version) {
+  private Step readCopies(List<Candidate> copies, List<String> skipped, long version) {
     List<String> failures = new ArrayList<>();
-    for (StoreLayout.ChangelogName copy : copies) {
+    for (Candidate copy : copies) {
       try {
-        return new Step(copy.name(), v, copy.commitId(), readChangelog(copy));
+        return new Step(copy, readCommit(copy));
       } catch (CorruptFileException | MissingFileException e) {
         failures.add(e.getMessage());
       }
@@ -734,7 +887,12 @@ public final class VersionedStore implements AutoCloseable {
       return new CorruptFileException(
           lineageFailure(version, "no changelog of version " + version + " verifies", skipped));
     }
-    Long newest = listing.changelogs().isEmpty() ? null : listing.changelogs().lastKey();
+    Long newest = listing.newestVersion();
+    String unreadable =
+        listing.unreadableSegments.isEmpty()
+            ? ""
+            : "; unreadable segments (whose stores are unknown): "
+                + String.join("; ", listing.unreadableSegments);
     return new MissingFileException(
         lineageFailure(
             version,
@@ -742,10 +900,21 @@ public final class VersionedStore implements AutoCloseable {
                 + version
                 + " in "
                 + FramedFile.location(storage, layout.changelogDir())
+                + " or in segments under "
+                + FramedFile.location(storage, SegmentCatalog.SEGMENT_DIR)
                 + (newest == null
-                    ? " (it holds none)"
-                    : " (the newest version there is " + newest + ")"),
+                    ? " (they hold none of this store)"
+                    : " (the newest version of this store there is " + newest + ")")
+                + unreadable,
             skipped));
+  }
+
+  /** Reads one candidate commit, from its changelog file or its segment. */
+  private Changelog readCommit(Candidate c) {
+    if (c.inSegment()) {
+      return segmentCatalog().member(c.file(), layout.prefix(), c.commitId());
+    }
+    return readChangelog(StoreLayout.parseChangelog(c.file()));
   }
 
   /** Reads and checks one changelog: it must hold the version and commit id its name says. */
@@ -773,9 +942,8 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   private Changelog reread(Step step, long version) {
-    StoreLayout.ChangelogName n = StoreLayout.parseChangelog(step.file);
     try {
-      return readChangelog(n);
+      return readCommit(step.source);
     } catch (CorruptFileException | MissingFileException e) {
       throw new CorruptFileException(
           lineageFailure(version, "changelog changed while loading: " + e.getMessage(), List.of()),
@@ -889,6 +1057,8 @@ public final class VersionedStore implements AutoCloseable {
     try {
       long snapshot = snapshotIfDue();
       int deleted = applyRetention();
+      // Segments are shared by stores: one sweep per storage root per process, now and then.
+      deleted += segmentCatalog().maybeSweep(options);
       return new MaintenanceResult(snapshot, deleted);
     } finally {
       maintenanceLock.unlock();
@@ -1076,6 +1246,8 @@ public final class VersionedStore implements AutoCloseable {
         latest = Math.max(latest, n.version());
       }
     }
+    // Segment members count too (only segments newer than the local version are read).
+    latest = Math.max(latest, segmentCatalog().newestVersionOf(layout.prefix(), local));
     if (latest > local) {
       // Another instance is ahead of this one (this one is stale): it applies retention.
       return 0;
@@ -1164,6 +1336,7 @@ public final class VersionedStore implements AutoCloseable {
       if (openTransaction != null) {
         openTransaction = null;
       }
+      withdrawTicket();
       if (uploads != null) {
         List<Long> lost = uploads.close(CLOSE_FLUSH_MILLIS);
         ASYNC_BY_LOCATION.remove(durableLocation(), uploads);

@@ -7,7 +7,9 @@ public enum FileKind {
   /** The manifest of one snapshot: the files of a RocksDB checkpoint. */
   SNAPSHOT_MANIFEST(2),
   /** One RocksDB SST file, shared by every snapshot that contains it. */
-  SST(3);
+  SST(3),
+  /** The changelogs of several stores' commits of one version, written by one group commit. */
+  SEGMENT(4);
 
   private final int code;
 

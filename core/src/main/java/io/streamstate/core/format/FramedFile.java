@@ -164,6 +164,40 @@ public final class FramedFile {
     }
   }
 
+  /**
+   * Opens a file and checks its header only, returning a stream at the first payload byte: for
+   * formats that protect a prefix of their payload with a checksum of their own (a segment's
+   * index), read without reading the whole file. Whoever uses the rest must still verify the whole
+   * frame.
+   */
+  public static InputStream openPayloadPrefix(Storage storage, String name, FileKind expected) {
+    String location = location(storage, name);
+    InputStream in = storage.open(name);
+    try {
+      byte[] head = in.readNBytes(HEADER_LENGTH);
+      if (head.length < HEADER_LENGTH) {
+        throw new CorruptFileException(
+            location + " is corrupt: it is " + head.length + " bytes, shorter than a header");
+      }
+      checkHeader(head, expected, location);
+      return in;
+    } catch (IOException e) {
+      closeQuietly(in);
+      throw new RetryableException("Cannot read " + location + ": " + e, e);
+    } catch (RuntimeException e) {
+      closeQuietly(in);
+      throw e;
+    }
+  }
+
+  private static void closeQuietly(InputStream in) {
+    try {
+      in.close();
+    } catch (IOException ignored) {
+      // reading failed already; that failure is the one to report
+    }
+  }
+
   private static void copyPayloadOrThrow(
       Storage storage, String name, FileKind expected, Path target, String location)
       throws IOException {

@@ -75,9 +75,9 @@ class CommitPathTest {
         assertState(tx, 5);
       }
       assertThat(storage.callCount(CallKind.OPEN) - before).isEqualTo(2);
-      // The cold load lists changelogs and snapshots; catching up lists the changelogs alone, to
-      // find the commits of 4 and 5 that lead back to the local instance's commit of 3.
-      assertThat(storage.callCount(CallKind.LIST)).isEqualTo(3);
+      // The cold load lists changelogs, segments and snapshots; catching up lists changelogs and
+      // segments alone, to find the commits of 4 and 5 that lead back to the local commit of 3.
+      assertThat(storage.callCount(CallKind.LIST)).isEqualTo(5);
     }
   }
 

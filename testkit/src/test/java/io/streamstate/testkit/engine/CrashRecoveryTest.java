@@ -104,7 +104,7 @@ class CrashRecoveryTest {
       assertThatThrownBy(() -> fresh.begin(6))
           .isInstanceOf(MissingFileException.class)
           .hasMessageContaining("no valid changelog of version 6")
-          .hasMessageContaining("the newest version there is 5");
+          .hasMessageContaining("the newest version of this store there is 5");
     }
     assertRecovers(durable, 5);
   }

@@ -1,0 +1,307 @@
+package io.streamstate.core.engine;
+
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.FileKind;
+import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.format.Segment;
+import io.streamstate.core.hedge.HedgedPublish;
+import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.core.storage.Storage;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Group commit: the commits of one version that stores of one storage root make concurrently in
+ * this process are published as one segment file instead of one changelog each (docs/protocol.md,
+ * "Group commit"). Every member's commit returns only once the segment is durable, so durability is
+ * exactly that of a changelog; what changes is the number of files per batch.
+ *
+ * <p>When to write: a store announces each transaction that may commit ({@link #expect}); a segment
+ * is written as soon as every announced transaction of its version has either joined it, been
+ * withdrawn, or belongs to a thread that is itself waiting here (a task that commits two stores
+ * commits them one after the other), or once the first member has waited {@code maxWaitMillis}. So
+ * a lone commit is written at once, and a wave of tasks finishing together shares one file.
+ *
+ * <p>A failed segment fails every member the same way a changelog would fail its one commit: {@link
+ * RetryableException} (nothing published) or {@link OutcomeUnknownException}.
+ */
+public final class GroupCommitter {
+  /** A segment is written early once its members hold this many bytes. */
+  private static final long MAX_SEGMENT_BYTES = 64L << 20;
+
+  private final Storage storage;
+  private final HedgedWriter hedger;
+  private final long maxWaitNanos;
+  private final SegmentCatalog catalog;
+
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition changed = lock.newCondition();
+  private final Set<Ticket> announced = new HashSet<>();
+  private final Map<Thread, Integer> waiting = new HashMap<>();
+  private final Map<Long, Group> forming = new HashMap<>();
+
+  private static final Map<String, GroupCommitter> SHARED = new HashMap<>();
+
+  private final java.util.concurrent.atomic.AtomicLong segmentsWritten =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong membersWritten =
+      new java.util.concurrent.atomic.AtomicLong();
+
+  /** A transaction that may commit {@code version}, announced by the thread that began it. */
+  public static final class Ticket {
+    final long version;
+    final Thread thread;
+
+    private Ticket(long version, Thread thread) {
+      this.version = version;
+      this.thread = thread;
+    }
+  }
+
+  /** What one member's commit did. */
+  public record Result(String segment, int members, boolean wroteIt, HedgedPublish published) {}
+
+  private static final class Group {
+    final long version;
+    final long firstArrivalNanos;
+    final List<Segment.Member> members = new ArrayList<>();
+    long bytes;
+    boolean flushing;
+    boolean done;
+    Thread writer;
+    String name;
+    HedgedPublish published;
+    RuntimeException failure;
+
+    Group(long version, long firstArrivalNanos) {
+      this.version = version;
+      this.firstArrivalNanos = firstArrivalNanos;
+    }
+  }
+
+  /**
+   * @param hedger hedges segment writes (null: plain writes)
+   * @param maxWaitMillis how long the first member of a segment waits for the others at most
+   */
+  public GroupCommitter(Storage storage, HedgedWriter hedger, long maxWaitMillis) {
+    if (maxWaitMillis < 0) {
+      throw new IllegalArgumentException("maxWaitMillis must be >= 0: " + maxWaitMillis);
+    }
+    this.storage = storage;
+    this.hedger = hedger;
+    this.maxWaitNanos = TimeUnit.MILLISECONDS.toNanos(maxWaitMillis);
+    this.catalog = SegmentCatalog.of(storage);
+  }
+
+  /**
+   * The committer of {@code storage} in this process for this hedger and wait (normally one per
+   * storage root): stores group only with stores that share it.
+   */
+  public static GroupCommitter shared(Storage storage, HedgedWriter hedger, long maxWaitMillis) {
+    String key =
+        System.identityHashCode(storage)
+            + "/"
+            + System.identityHashCode(hedger)
+            + "/"
+            + maxWaitMillis;
+    synchronized (SHARED) {
+      GroupCommitter existing = SHARED.get(key);
+      if (existing == null || existing.storage != storage || existing.hedger != hedger) {
+        existing = new GroupCommitter(storage, hedger, maxWaitMillis);
+        SHARED.put(key, existing);
+      }
+      return existing;
+    }
+  }
+
+  public Storage storage() {
+    return storage;
+  }
+
+  /** Segments this committer published. */
+  public long segmentsWritten() {
+    return segmentsWritten.get();
+  }
+
+  /** Commits published in those segments (members / segments is the grouping achieved). */
+  public long membersWritten() {
+    return membersWritten.get();
+  }
+
+  /** {segments, members} summed over the shared committers of this process. */
+  public static long[] sharedTotals() {
+    synchronized (SHARED) {
+      long[] totals = new long[2];
+      for (GroupCommitter c : SHARED.values()) {
+        totals[0] += c.segmentsWritten();
+        totals[1] += c.membersWritten();
+      }
+      return totals;
+    }
+  }
+
+  /** Announces a transaction of the calling thread that may commit {@code version}. */
+  public Ticket expect(long version) {
+    Ticket t = new Ticket(version, Thread.currentThread());
+    lock.lock();
+    try {
+      announced.add(t);
+    } finally {
+      lock.unlock();
+    }
+    return t;
+  }
+
+  /** Withdraws a ticket (the transaction will not commit); segments stop waiting for it. */
+  public void withdraw(Ticket t) {
+    lock.lock();
+    try {
+      if (announced.remove(t)) {
+        changed.signalAll();
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Commits one store's changelog as a member of a segment of {@code ticket}'s version; returns
+   * once the segment is durable.
+   *
+   * @throws RetryableException the segment failed and nothing was published
+   * @throws OutcomeUnknownException the segment may or may not have been published
+   */
+  public Result commit(Ticket ticket, Segment.Member member) {
+    Thread me = Thread.currentThread();
+    lock.lock();
+    try {
+      announced.remove(ticket);
+      Group group = forming.get(ticket.version);
+      if (group == null) {
+        group = new Group(ticket.version, System.nanoTime());
+        forming.put(ticket.version, group);
+      }
+      group.members.add(member);
+      group.bytes += member.changelog().length;
+      waiting.merge(me, 1, Integer::sum);
+      changed.signalAll();
+      try {
+        while (!group.done) {
+          if (!group.flushing) {
+            long waited = System.nanoTime() - group.firstArrivalNanos;
+            if (waited >= maxWaitNanos || group.bytes >= MAX_SEGMENT_BYTES || allArrived(group)) {
+              write(group);
+              continue;
+            }
+            changed.awaitNanos(maxWaitNanos - waited);
+          } else {
+            changed.await();
+          }
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        if (!group.flushing) {
+          group.members.remove(member);
+          group.bytes -= member.changelog().length;
+          if (group.members.isEmpty()) {
+            forming.remove(group.version, group);
+          }
+          throw new RetryableException(
+              "Interrupted while waiting for the group commit of version "
+                  + ticket.version
+                  + "; nothing was published",
+              e);
+        }
+        throw new OutcomeUnknownException(
+            "Interrupted while the group commit of version " + ticket.version + " was written", e);
+      } finally {
+        waiting.merge(me, -1, (a, b) -> a + b == 0 ? null : a + b);
+      }
+      if (group.failure != null) {
+        throw memberFailure(group.failure);
+      }
+      return new Result(group.name, group.members.size(), group.writer == me, group.published);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Whether no announced transaction of the group's version may still join it. */
+  private boolean allArrived(Group group) {
+    for (Ticket t : announced) {
+      if (t.version == group.version && !waiting.containsKey(t.thread)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Writes the group's segment; called with the lock held, releases it while writing. */
+  private void write(Group group) {
+    group.flushing = true;
+    group.writer = Thread.currentThread();
+    forming.remove(group.version, group);
+    List<Segment.Member> members = List.copyOf(group.members);
+    lock.unlock();
+    String name = null;
+    HedgedPublish published = null;
+    RuntimeException failure = null;
+    try {
+      Segment segment = new Segment(group.version, members);
+      long id = CommitIds.next();
+      name = SegmentCatalog.name(group.version, id);
+      byte[] payload = segment.encode();
+      try {
+        if (hedger != null && hedger.policy().isEnabled()) {
+          published =
+              hedger.publish(
+                  storage,
+                  name,
+                  SegmentCatalog.hedgeName(group.version, id),
+                  FramedFile.frame(FileKind.SEGMENT, payload));
+          name = published.name();
+        } else {
+          storage.create(name, FramedFile.writer(FileKind.SEGMENT, payload));
+        }
+      } catch (FileAlreadyExistsException e) {
+        // Segment ids are random 64-bit numbers: nothing of ours was published.
+        throw new RetryableException(
+            "The attempt-unique name " + FramedFile.location(storage, name) + " is taken", e);
+      }
+      catalog.remember(name, segment);
+      segmentsWritten.incrementAndGet();
+      membersWritten.addAndGet(members.size());
+    } catch (RuntimeException e) {
+      failure = e;
+    } finally {
+      lock.lock();
+    }
+    group.name = name;
+    group.published = published;
+    group.failure = failure;
+    group.done = true;
+    changed.signalAll();
+  }
+
+  /** A failure of the shared write, as this member's own (each thread gets its own exception). */
+  private static RuntimeException memberFailure(RuntimeException cause) {
+    String message = "Group commit failed: " + cause.getMessage();
+    if (cause instanceof OutcomeUnknownException) {
+      return new OutcomeUnknownException(message, cause);
+    }
+    if (cause instanceof RetryableException) {
+      return new RetryableException(message, cause);
+    }
+    return new StreamStateException(message, cause);
+  }
+}
