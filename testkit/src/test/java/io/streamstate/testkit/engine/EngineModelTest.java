@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.engine.CloseableIterator;
+import io.streamstate.core.engine.GroupCommitter;
 import io.streamstate.core.engine.KeyValue;
 import io.streamstate.core.engine.RocksDbMemoryBudget;
+import io.streamstate.core.engine.SegmentCatalog;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
@@ -39,7 +41,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * load follows that one (lineage), never a mix.
  *
  * <p>Odd seeds hedge every changelog write, so that a commit's two copies race and loads meet
- * either.
+ * either. Seeds 2 and 3 modulo 4 commit through group commit (every commit a segment of its own,
+ * zombies' too), and their maintenance also sweeps segments: versions within retention must still
+ * load after every sweep.
  *
  * <p>Seeds and length: {@code -Dstreamstate.model.seeds=20 -Dstreamstate.model.ops=10000}; a single
  * seed with {@code -Dstreamstate.model.seed=N}. A divergence fails with the seed and step.
@@ -103,6 +107,9 @@ class EngineModelTest {
     /** Odd seeds hedge every changelog write (a zero deadline), so both copies race each time. */
     final HedgedWriter hedger;
 
+    /** Seeds 2 and 3 modulo 4 publish segments instead of changelogs. */
+    final GroupCommitter groupCommitter;
+
     Run(long seed, int ops) {
       this.seed = seed;
       this.ops = ops;
@@ -122,6 +129,7 @@ class EngineModelTest {
                       .initialDeadline(Duration.ZERO)
                       .budgetFraction(1)
                       .build());
+      this.groupCommitter = seed % 4 >= 2 ? new GroupCommitter(storage, hedger, 0) : null;
     }
 
     void execute() {
@@ -179,7 +187,8 @@ class EngineModelTest {
               tmp.resolve("seed" + seed + "-" + instance),
               options,
               budget,
-              hedger);
+              hedger,
+              groupCommitter);
     }
 
     /** Loads a version; its state must be exactly one of the version's alternatives. */
@@ -329,6 +338,9 @@ class EngineModelTest {
       } else if (r < 885) {
         op = "maintenance";
         store.maintain();
+        if (groupCommitter != null) {
+          counts.merge("(segments swept)", SegmentCatalog.of(storage).sweep(options), Integer::sum);
+        }
       } else if (r < 950) {
         op = "create family";
         ensureTx();
