@@ -68,11 +68,12 @@ public final class SimulatedFileSystem extends FileSystem {
 
   /**
    * streamstate's durable files: {@code state/<op>/<partition>[/<store>]/{changelog,snapshot,sst}}
-   * (Spark's own state metadata, such as the schema files, is kept).
+   * and the segments of group commit, {@code state/_segments} (Spark's own state metadata, such as
+   * the schema files, is kept).
    */
   private static final java.util.regex.Pattern STREAMSTATE_FILES =
       java.util.regex.Pattern.compile(
-          "/state/\\d+/\\d+/(?:[^/]+/)?(?:changelog|snapshot|sst)(?:/|$)");
+          "/state/(?:\\d+/\\d+/(?:[^/]+/)?(?:changelog|snapshot|sst)|_segments)(?:/|$)");
 
   /** Anything under a checkpoint's {@code state/} directory. */
   private static final java.util.regex.Pattern STATE_FILES =

@@ -305,13 +305,19 @@ class SimulatedFileSystemTest {
     SimulatedFileSystem fs = open("s3-nostate");
     Path changelog = path(fs, "cp/state/0/3/changelog/00000000000000000001.changelog");
     write(fs, changelog, "state bytes", false);
+    write(
+        fs,
+        path(fs, "cp/state/_segments/00000000000000000001-00000000000000ab.segment"),
+        "s",
+        false);
     write(fs, path(fs, "cp/offsets/0"), "offset", false);
     assertThat(Files.exists(tmp.resolve("cp/state/0/3/changelog"))).isFalse();
+    assertThat(Files.exists(tmp.resolve("cp/state/_segments"))).isFalse();
     assertThat(fs.listStatus(path(fs, "cp/state/0/3/changelog"))).isEmpty();
     assertThat(fs.getFileStatus(path(fs, "cp/state/0/3/changelog")).isDirectory()).isTrue();
     assertThat(read(fs, path(fs, "cp/offsets/0"))).isEqualTo("offset");
     Map<String, Long> c = counters(fs);
-    // Only the offset file is a request: create, write, open.
+    // Only the offset file is a request (the changelog and the segment are discarded).
     assertThat(c)
         .containsEntry("create", 1L)
         .containsEntry("write", 1L)

@@ -350,6 +350,13 @@ public final class SegmentCatalog {
    * the oldest version to keep.
    */
   private long retentionBase(String prefix, List<Member> members, StoreOptions options) {
+    long segmentTop = -1;
+    for (Member m : members) {
+      segmentTop = Math.max(segmentTop, m.version());
+    }
+    if (segmentTop - options.minVersionsToRetain() + 1 <= 1) {
+      return -1; // too young for any base: skip listing the store
+    }
     StoreLayout layout = new StoreLayout(prefix);
     // Every candidate commit by version: segment members, and changelog files (parent read lazily).
     NavigableMap<Long, List<Candidate>> byVersion = new TreeMap<>();

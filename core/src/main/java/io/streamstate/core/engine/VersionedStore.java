@@ -108,6 +108,15 @@ public final class VersionedStore implements AutoCloseable {
   private StateTransaction openTransaction;
   private volatile long lastSnapshotVersion = -1;
 
+  /** Versions of the snapshots this instance wrote or restored (retention's hint). */
+  private final java.util.concurrent.ConcurrentSkipListSet<Long> snapshotsSeen =
+      new java.util.concurrent.ConcurrentSkipListSet<>();
+
+  /** Whether retention listed this store once; the base it chose last (guarded by maintenance). */
+  private boolean retentionRan;
+
+  private long retentionBase = -1;
+
   /** SSTs of the local instance known to be in a published manifest: local name to shared name. */
   private Map<String, String> confirmedSsts = Map.of();
 
@@ -1018,6 +1027,7 @@ public final class VersionedStore implements AutoCloseable {
     localId = manifest.commitId();
     confirmedSsts = restored;
     lastSnapshotVersion = Math.max(lastSnapshotVersion, manifest.version());
+    snapshotsSeen.add(manifest.version());
   }
 
   private void openFreshLocal() {
@@ -1135,6 +1145,7 @@ public final class VersionedStore implements AutoCloseable {
       lock.lock();
       try {
         lastSnapshotVersion = Math.max(lastSnapshotVersion, version);
+        snapshotsSeen.add(version);
         if (generation == gen && !shared.isEmpty()) {
           confirmedSsts = shared;
         }
@@ -1237,6 +1248,17 @@ public final class VersionedStore implements AutoCloseable {
     } finally {
       lock.unlock();
     }
+    long oldestToKeep = local - options.minVersionsToRetain() + 1;
+    if (oldestToKeep <= 1) {
+      return 0;
+    }
+    // After a first full run, the base can only move to a snapshot this instance wrote or restored
+    // since: skip the listings (maintenance runs often; most runs have nothing to delete).
+    if (retentionRan
+        && (oldestToKeep <= retentionBase
+            || snapshotsSeen.subSet(retentionBase, false, oldestToKeep, true).isEmpty())) {
+      return 0;
+    }
     // r1: the newest version from the changelogs (listing is fine: maintenance, not commit).
     List<FileInfo> changelogs = storage.list(layout.changelogDir());
     long latest = -1;
@@ -1252,10 +1274,7 @@ public final class VersionedStore implements AutoCloseable {
       // Another instance is ahead of this one (this one is stale): it applies retention.
       return 0;
     }
-    long oldestToKeep = local - options.minVersionsToRetain() + 1;
-    if (oldestToKeep <= 1) {
-      return 0;
-    }
+    retentionRan = true;
     // r2: the base: the newest valid snapshot at or below the oldest version to keep that lies on
     // this instance's lineage. A snapshot of another commit of that version (a retry's) would not
     // lead to the newer versions' changelogs.
@@ -1295,6 +1314,8 @@ public final class VersionedStore implements AutoCloseable {
     if (base < 0) {
       return 0; // no snapshot to stand on: every changelog is still needed
     }
+    retentionBase = base;
+    snapshotsSeen.headSet(base).clear();
     toDelete.remove(baseName);
     // r4: changelogs at or below the base, of every commit.
     for (FileInfo f : changelogs) {

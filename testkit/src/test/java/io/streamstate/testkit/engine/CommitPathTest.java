@@ -82,6 +82,41 @@ class CommitPathTest {
   }
 
   @Test
+  void maintenanceListsOnlyWhenANewSnapshotCouldMoveTheRetentionBase() {
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
+    StoreOptions options =
+        StoreOptions.defaults().withMinVersionsToRetain(3).withSnapshotInterval(5);
+    try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
+        VersionedStore store =
+            VersionedStore.open("s", storage, "", tmp.resolve("l"), options, budget)) {
+      List<Long> listsPerRun = new ArrayList<>();
+      List<Integer> deletedPerRun = new ArrayList<>();
+      for (long v = 1; v <= 14; v++) {
+        try (StateTransaction tx = store.begin(v - 1)) {
+          writeVersion(tx, v);
+          tx.commit();
+        }
+        long before = storage.callCount(CallKind.LIST);
+        deletedPerRun.add(store.applyRetention());
+        listsPerRun.add(storage.callCount(CallKind.LIST) - before);
+        store.snapshotIfDue(); // snapshots at 5 and 10
+      }
+      // Versions 1-3: too young to delete anything, nothing listed. Version 4: the first run
+      // lists (and finds no base). Then a run lists only once a snapshot (5, 10) falls at or below
+      // the oldest version to keep (v - 2): at v = 7 and v = 12, and each deletes.
+      for (int i = 0; i < listsPerRun.size(); i++) {
+        long v = i + 1;
+        boolean lists = v == 4 || v == 7 || v == 12;
+        assertThat(listsPerRun.get(i) > 0).as("lists at version %d", v).isEqualTo(lists);
+        assertThat(deletedPerRun.get(i) > 0)
+            .as("deletes at version %d", v)
+            .isEqualTo(v >= 7 && lists);
+      }
+    }
+  }
+
+  @Test
   void allStoresShareOneBoundedMemoryBudget() {
     long cap = 16L << 20;
     List<VersionedStore> stores = new ArrayList<>();
