@@ -49,9 +49,12 @@ import scala.jdk.javaapi.CollectionConverters;
  *       one batch that an executor's stores make together are published as one segment file
  *       instead of one changelog each (each commit still returns only once durable); see {@code
  *       docs/protocol.md}, "Group commit"</td></tr>
- *   <tr><td>{@value #GROUP_COMMIT_MAX_WAIT_MS}</td><td>100</td><td>how long a commit waits at most
- *       for the other tasks of the executor that still have a store of the same batch open; a
- *       commit that no other task can join is written at once</td></tr>
+ *   <tr><td>{@value #GROUP_COMMIT_MAX_WAIT_MS}</td><td>250</td><td>how long a commit waits at most
+ *       for the other tasks of the executor that began a store of the same batch together with it;
+ *       a commit that no other task can join is written at once</td></tr>
+ *   <tr><td>{@value #GROUP_COMMIT_WAVE_MS}</td><td>50</td><td>"together": tasks that began their
+ *       store within this long of each other (a wave of tasks); later tasks are not waited
+ *       for</td></tr>
  *   <tr><td>{@value #HEDGE_ENABLED}</td><td>true</td><td>hedge slow changelog writes: a write
  *       still running at its deadline is written again under the commit's alternate name and the
  *       first copy to complete commits (the other is deleted); see {@code docs/protocol.md},
@@ -86,6 +89,7 @@ public final class StreamStateConf {
   public static final String ASYNC_MAX_LAG_VERSIONS = PREFIX + "durability.asyncMaxLagVersions";
   public static final String GROUP_COMMIT_ENABLED = PREFIX + "groupCommit.enabled";
   public static final String GROUP_COMMIT_MAX_WAIT_MS = PREFIX + "groupCommit.maxWaitMs";
+  public static final String GROUP_COMMIT_WAVE_MS = PREFIX + "groupCommit.waveMs";
   public static final String HEDGE_ENABLED = PREFIX + "hedge.enabled";
   public static final String HEDGE_FLOOR_MS = PREFIX + "hedge.floorMs";
   public static final String HEDGE_INITIAL_DEADLINE_MS = PREFIX + "hedge.initialDeadlineMs";
@@ -108,6 +112,7 @@ public final class StreamStateConf {
   private final long lockTimeoutMs;
   private final HedgePolicy hedgePolicy;
   private final long groupCommitMaxWaitMs;
+  private final long groupCommitWaveMs;
 
   private StreamStateConf(
       StoreOptions storeOptions,
@@ -115,8 +120,10 @@ public final class StreamStateConf {
       Optional<String> localDir,
       long lockTimeoutMs,
       HedgePolicy hedgePolicy,
-      long groupCommitMaxWaitMs) {
+      long groupCommitMaxWaitMs,
+      long groupCommitWaveMs) {
     this.groupCommitMaxWaitMs = groupCommitMaxWaitMs;
+    this.groupCommitWaveMs = groupCommitWaveMs;
     this.storeOptions = storeOptions;
     this.memoryCapBytes = memoryCapBytes;
     this.localDir = localDir;
@@ -172,7 +179,8 @@ public final class StreamStateConf {
         Optional.ofNullable(dir).filter(s -> !s.isBlank()),
         lockTimeout,
         hedgePolicy(confs),
-        groupCommitMaxWaitMs(confs));
+        groupCommitMaxWaitMs(confs),
+        nonNegative(confs, GROUP_COMMIT_WAVE_MS, 50));
   }
 
   /** The group commit's maximum wait, or -1 when group commit is off. */
@@ -187,12 +195,22 @@ public final class StreamStateConf {
               + enabled
               + "' (expected true or false)");
     }
-    long wait = readLong(confs, GROUP_COMMIT_MAX_WAIT_MS, 100);
-    if (wait < 0) {
-      throw new IllegalArgumentException(
-          "Invalid value for " + GROUP_COMMIT_MAX_WAIT_MS + ": " + wait + " (expected >= 0)");
-    }
+    long wait = nonNegative(confs, GROUP_COMMIT_MAX_WAIT_MS, 250);
     return enabled.equals("true") ? wait : -1;
+  }
+
+  private static long nonNegative(Map<String, String> confs, String key, long defaultValue) {
+    long value = readLong(confs, key, defaultValue);
+    if (value < 0) {
+      throw new IllegalArgumentException(
+          "Invalid value for " + key + ": " + value + " (expected >= 0)");
+    }
+    return value;
+  }
+
+  /** Which tasks a group commit waits for: those that began within this long of each other. */
+  public long groupCommitWaveMs() {
+    return groupCommitWaveMs;
   }
 
   /** Whether sync commits are grouped into segments (async commits never are). */

@@ -175,7 +175,10 @@ public class StreamStateProvider implements StateStoreProvider {
             sharedHedger(conf),
             conf.groupCommitEnabled()
                 ? GroupCommitter.shared(
-                    location.storage(), sharedHedger(conf), conf.groupCommitMaxWaitMs())
+                    location.storage(),
+                    sharedHedger(conf),
+                    conf.groupCommitMaxWaitMs(),
+                    conf.groupCommitWaveMs())
                 : null);
     this.metricsAtLastCommit = store.metrics().snapshot();
     LIVE_PROVIDERS.incrementAndGet();

@@ -27,10 +27,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * exactly that of a changelog; what changes is the number of files per batch.
  *
  * <p>When to write: a store announces each transaction that may commit ({@link #expect}); a segment
- * is written as soon as every announced transaction of its version has either joined it, been
- * withdrawn, or belongs to a thread that is itself waiting here (a task that commits two stores
- * commits them one after the other), or once the first member has waited {@code maxWaitMillis}. So
- * a lone commit is written at once, and a wave of tasks finishing together shares one file.
+ * is written as soon as every announced transaction of its version that began together with its
+ * members (within {@code waveMillis} of the earliest) has either joined it, been withdrawn, or
+ * belongs to a thread that is itself waiting here (a task that commits two stores commits them one
+ * after the other), or once the first member has waited {@code maxWaitMillis}. So a lone commit is
+ * written at once, a wave of tasks that started together shares one file, and a task that started
+ * much later (a stage with more partitions than task slots) is not waited for: tasks that begin
+ * together tend to end together, and those that began later would only hold the early ones' slots.
  *
  * <p>A failed segment fails every member the same way a changelog would fail its one commit: {@link
  * RetryableException} (nothing published) or {@link OutcomeUnknownException}.
@@ -42,6 +45,7 @@ public final class GroupCommitter {
   private final Storage storage;
   private final HedgedWriter hedger;
   private final long maxWaitNanos;
+  private final long waveNanos;
   private final SegmentCatalog catalog;
 
   private final ReentrantLock lock = new ReentrantLock();
@@ -61,6 +65,7 @@ public final class GroupCommitter {
   public static final class Ticket {
     final long version;
     final Thread thread;
+    final long announcedNanos = System.nanoTime();
 
     private Ticket(long version, Thread thread) {
       this.version = version;
@@ -74,6 +79,7 @@ public final class GroupCommitter {
   private static final class Group {
     final long version;
     final long firstArrivalNanos;
+    long earliestAnnouncedNanos = Long.MAX_VALUE;
     final List<Segment.Member> members = new ArrayList<>();
     long bytes;
     boolean flushing;
@@ -94,12 +100,22 @@ public final class GroupCommitter {
    * @param maxWaitMillis how long the first member of a segment waits for the others at most
    */
   public GroupCommitter(Storage storage, HedgedWriter hedger, long maxWaitMillis) {
-    if (maxWaitMillis < 0) {
-      throw new IllegalArgumentException("maxWaitMillis must be >= 0: " + maxWaitMillis);
+    this(storage, hedger, maxWaitMillis, maxWaitMillis);
+  }
+
+  /**
+   * @param waveMillis a segment waits only for transactions announced within this long of its
+   *     earliest member's announcement
+   */
+  public GroupCommitter(Storage storage, HedgedWriter hedger, long maxWaitMillis, long waveMillis) {
+    if (maxWaitMillis < 0 || waveMillis < 0) {
+      throw new IllegalArgumentException(
+          "maxWaitMillis and waveMillis must be >= 0: " + maxWaitMillis + ", " + waveMillis);
     }
     this.storage = storage;
     this.hedger = hedger;
     this.maxWaitNanos = TimeUnit.MILLISECONDS.toNanos(maxWaitMillis);
+    this.waveNanos = TimeUnit.MILLISECONDS.toNanos(waveMillis);
     this.catalog = SegmentCatalog.of(storage);
   }
 
@@ -107,17 +123,20 @@ public final class GroupCommitter {
    * The committer of {@code storage} in this process for this hedger and wait (normally one per
    * storage root): stores group only with stores that share it.
    */
-  public static GroupCommitter shared(Storage storage, HedgedWriter hedger, long maxWaitMillis) {
+  public static GroupCommitter shared(
+      Storage storage, HedgedWriter hedger, long maxWaitMillis, long waveMillis) {
     String key =
         System.identityHashCode(storage)
             + "/"
             + System.identityHashCode(hedger)
             + "/"
-            + maxWaitMillis;
+            + maxWaitMillis
+            + "/"
+            + waveMillis;
     synchronized (SHARED) {
       GroupCommitter existing = SHARED.get(key);
       if (existing == null || existing.storage != storage || existing.hedger != hedger) {
-        existing = new GroupCommitter(storage, hedger, maxWaitMillis);
+        existing = new GroupCommitter(storage, hedger, maxWaitMillis, waveMillis);
         SHARED.put(key, existing);
       }
       return existing;
@@ -193,6 +212,7 @@ public final class GroupCommitter {
       }
       group.members.add(member);
       group.bytes += member.changelog().length;
+      group.earliestAnnouncedNanos = Math.min(group.earliestAnnouncedNanos, ticket.announcedNanos);
       waiting.merge(me, 1, Integer::sum);
       changed.signalAll();
       try {
@@ -236,10 +256,12 @@ public final class GroupCommitter {
     }
   }
 
-  /** Whether no announced transaction of the group's version may still join it. */
+  /** Whether no transaction of the group's wave may still join it. */
   private boolean allArrived(Group group) {
     for (Ticket t : announced) {
-      if (t.version == group.version && !waiting.containsKey(t.thread)) {
+      if (t.version == group.version
+          && !waiting.containsKey(t.thread)
+          && t.announcedNanos - group.earliestAnnouncedNanos <= waveNanos) {
         return false;
       }
     }

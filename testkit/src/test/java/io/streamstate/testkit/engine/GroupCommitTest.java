@@ -205,6 +205,27 @@ class GroupCommitTest {
   }
 
   @Test
+  void aTransactionBegunWellAfterTheSegmentsMembersIsNotWaitedFor() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    GroupCommitter committer = new GroupCommitter(durable, null, FOREVER, 50);
+    List<VersionedStore> stores = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      stores.add(open(durable, i, StoreOptions.defaults(), committer));
+    }
+    try {
+      StateTransaction early = stores.get(0).begin(0);
+      Thread.sleep(300); // the next task starts well after this one (more partitions than slots)
+      StateTransaction late = pool.submit(() -> stores.get(1).begin(0)).get();
+      writeVersion(early, 1);
+      assertThat(early.commit()).isEqualTo(1); // a wait for the late one would never end
+      assertThat(segments(durable)).hasSize(1);
+      late.abort();
+    } finally {
+      stores.forEach(VersionedStore::close);
+    }
+  }
+
+  @Test
   void theWaitIsBoundedByMaxWait() throws Exception {
     InMemoryStorage durable = new InMemoryStorage();
     List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), 50);
