@@ -12,7 +12,8 @@ import java.util.Set;
  * The exact number of keys of each column family, kept in the store itself (an internal column
  * family, written in the same commit as the changes it counts), so that Spark's {@code
  * numRowsTotal} is exact and survives restarts. Like Spark's RocksDB provider with {@code
- * trackTotalNumberOfRows} (its default), it costs one read per put or remove.
+ * trackTotalNumberOfRows} (its default), it costs one read per put or remove of a key the
+ * transaction has not seen yet (a key it read, or an iterator just returned, is known).
  */
 final class RowCounts {
   /** The internal family: family name (UTF-8) to its key count (8 bytes, big-endian). */
@@ -32,16 +33,16 @@ final class RowCounts {
     return FAMILY.equals(family);
   }
 
-  /** Call before putting {@code key}. */
-  void beforePut(String family, byte[] key) {
-    if (!tx.exists(family, key)) {
+  /** Puts {@code key} into the transaction, counting it if it is new. */
+  void put(String family, byte[] key, byte[] value) {
+    if (!tx.putAndCheckExisted(family, key, value)) {
       add(family, 1);
     }
   }
 
-  /** Call before deleting {@code key}. */
-  void beforeDelete(String family, byte[] key) {
-    if (tx.exists(family, key)) {
+  /** Deletes {@code key} from the transaction, counting it if it existed. */
+  void delete(String family, byte[] key) {
+    if (tx.deleteAndCheckExisted(family, key)) {
       add(family, -1);
     }
   }

@@ -162,7 +162,7 @@ final class StreamStateStore implements StateStore {
     checkOpen("keyExists");
     requireKey(key);
     ColumnFamilyCodec codec = provider.codec(colFamilyName);
-    return tx.get(colFamilyName, codec.encodeKey(key)) != null;
+    return tx.exists(colFamilyName, codec.encodeKey(key));
   }
 
   @Override
@@ -310,9 +310,7 @@ final class StreamStateStore implements StateStore {
         codec.multipleValues()
             ? codec.appendValues(null, new UnsafeRow[] {value})
             : codec.encodeValue(value);
-    byte[] encodedKey = codec.encodeKey(key);
-    rowCounts.beforePut(colFamilyName, encodedKey);
-    tx.put(colFamilyName, encodedKey, encoded);
+    rowCounts.put(colFamilyName, codec.encodeKey(key), encoded);
   }
 
   @Override
@@ -321,9 +319,7 @@ final class StreamStateStore implements StateStore {
     requireKey(key);
     requireValues(values);
     ColumnFamilyCodec codec = multiValued("putList", colFamilyName);
-    byte[] encodedKey = codec.encodeKey(key);
-    rowCounts.beforePut(colFamilyName, encodedKey);
-    tx.put(colFamilyName, encodedKey, codec.appendValues(null, values));
+    rowCounts.put(colFamilyName, codec.encodeKey(key), codec.appendValues(null, values));
   }
 
   @Override
@@ -331,9 +327,7 @@ final class StreamStateStore implements StateStore {
     checkWritable("remove");
     requireKey(key);
     ColumnFamilyCodec codec = provider.codec(colFamilyName);
-    byte[] encodedKey = codec.encodeKey(key);
-    rowCounts.beforeDelete(colFamilyName, encodedKey);
-    tx.delete(colFamilyName, encodedKey);
+    rowCounts.delete(colFamilyName, codec.encodeKey(key));
   }
 
   @Override

@@ -138,6 +138,13 @@ final class LocalDb implements AutoCloseable {
     }
   }
 
+  /** Whether {@code key} exists, without copying its value into the JVM. */
+  boolean exists(String family, byte[] key) {
+    checkOpen();
+    ColumnFamilyHandle handle = families.get(family);
+    return handle != null && db.keyExists(handle, readOptions, key);
+  }
+
   /** An iterator over a family; null if the family does not exist. */
   RocksIterator newIterator(String family) {
     checkOpen();

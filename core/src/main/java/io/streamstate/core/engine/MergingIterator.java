@@ -3,6 +3,7 @@ package io.streamstate.core.engine;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.function.Consumer;
 import org.rocksdb.RocksIterator;
 
 /**
@@ -15,6 +16,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   private final RocksIterator base;
   private final Iterator<Map.Entry<byte[], byte[]>> overlay;
   private final byte[] endExclusive;
+  private final Consumer<byte[]> committedKeys;
   private Map.Entry<byte[], byte[]> overlayHead;
   private KeyValue next;
   private boolean closed;
@@ -23,12 +25,17 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
    * @param base positioned at the first key to return, or null when there is no committed data
    * @param overlay the overlay's entries from the same start, or an empty iterator
    * @param endExclusive where to stop, or null for no bound
+   * @param committedKeys told each key returned from the committed entries, before it is returned
    */
   MergingIterator(
-      RocksIterator base, Iterator<Map.Entry<byte[], byte[]>> overlay, byte[] endExclusive) {
+      RocksIterator base,
+      Iterator<Map.Entry<byte[], byte[]>> overlay,
+      byte[] endExclusive,
+      Consumer<byte[]> committedKeys) {
     this.base = base;
     this.overlay = overlay;
     this.endExclusive = endExclusive;
+    this.committedKeys = committedKeys;
     this.overlayHead = overlay.hasNext() ? overlay.next() : null;
   }
 
@@ -55,7 +62,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   private KeyValue advance() {
     while (true) {
-      byte[] baseKey = baseValid() ? base.key() : null;
+      byte[] baseKey = baseKey();
       byte[] overlayKey = overlayHead == null ? null : overlayHead.getKey();
       if (overlayKey != null
           && endExclusive != null
@@ -73,6 +80,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       if (cmp < 0) {
         KeyValue kv = new KeyValue(baseKey, base.value());
         base.next();
+        committedKeys.accept(baseKey);
         return kv;
       }
       byte[] value = overlayHead.getValue();
@@ -86,11 +94,13 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
     }
   }
 
-  private boolean baseValid() {
+  /** The committed entry's key, or null at the end (of the data or of the range). */
+  private byte[] baseKey() {
     if (base == null || !base.isValid()) {
-      return false;
+      return null;
     }
-    return endExclusive == null || ByteKeys.ORDER.compare(base.key(), endExclusive) < 0;
+    byte[] key = base.key();
+    return endExclusive == null || ByteKeys.ORDER.compare(key, endExclusive) < 0 ? key : null;
   }
 
   boolean isClosed() {
