@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.ColumnFamilyDescriptor;
@@ -47,6 +48,10 @@ final class LocalDb implements AutoCloseable {
   private final org.rocksdb.BloomFilter bloomFilter;
   private final RocksDB db;
   private final Map<String, ColumnFamilyHandle> families = new LinkedHashMap<>();
+
+  /** Per family, a key no live key is smaller than (see {@link #newIterator}); absent: unknown. */
+  private final Map<String, byte[]> liveLowerBounds = new ConcurrentHashMap<>();
+
   private boolean closed;
 
   private LocalDb(String storeName, Path dir, RocksDbMemoryBudget budget) {
@@ -153,11 +158,38 @@ final class LocalDb implements AutoCloseable {
     return handle != null && db.keyExists(handle, readOptions, key);
   }
 
-  /** An iterator over a family; null if the family does not exist. */
-  RocksIterator newIterator(String family) {
+  /**
+   * An iterator over a family positioned at the first key {@code >= from} (null: the first key);
+   * null if the family does not exist.
+   *
+   * <p>Deleted keys stay in RocksDB as tombstones until compaction drops them, and a seek to the
+   * first key steps over every one of them. Spark evicts expired state (the oldest windows, the
+   * smallest keys) every batch, so the tombstones pile up exactly where each eviction scan starts.
+   * So the instance remembers, per family, a key below which nothing live exists (the first key the
+   * last scan from the start found, lowered by every later put of a smaller key) and seeks there
+   * instead: the index skips the tombstones below it.
+   */
+  RocksIterator newIterator(String family, byte[] from) {
     checkOpen();
     ColumnFamilyHandle handle = families.get(family);
-    return handle == null ? null : db.newIterator(handle, readOptions);
+    if (handle == null) {
+      return null;
+    }
+    RocksIterator it = db.newIterator(handle, readOptions);
+    byte[] bound = liveLowerBounds.get(family);
+    boolean fromNothingBelow =
+        from == null || (bound != null && ByteKeys.ORDER.compare(from, bound) < 0);
+    byte[] start = fromNothingBelow ? bound : from;
+    if (start == null) {
+      it.seekToFirst();
+    } else {
+      it.seek(start);
+    }
+    if (fromNothingBelow && it.isValid()) {
+      // Nothing live below where the scan started, and this is the first key at or above it.
+      liveLowerBounds.put(family, it.key());
+    }
+    return it;
   }
 
   /** Applies one version's changes in one write batch (families created or dropped first). */
@@ -165,6 +197,7 @@ final class LocalDb implements AutoCloseable {
     checkOpen();
     try {
       for (Changelog.FamilyOp op : changelog.familyOps()) {
+        liveLowerBounds.remove(op.family());
         if (op.kind() == Changelog.FamilyOp.Kind.CREATE) {
           if (!families.containsKey(op.family())) {
             families.put(
@@ -193,12 +226,19 @@ final class LocalDb implements AutoCloseable {
                     + fc.family()
                     + "', which does not exist");
           }
+          byte[] bound = liveLowerBounds.get(fc.family());
           for (Changelog.Change c : fc.changes()) {
             if (c.isDelete()) {
               batch.delete(handle, c.key());
             } else {
               batch.put(handle, c.key(), c.value());
+              if (bound != null && ByteKeys.ORDER.compare(c.key(), bound) < 0) {
+                bound = c.key().clone();
+              }
             }
+          }
+          if (bound != null) {
+            liveLowerBounds.put(fc.family(), bound);
           }
         }
         db.write(writeOptions, batch);

@@ -274,14 +274,7 @@ public final class StateTransaction implements AutoCloseable {
     Overlay overlay = checkFamily(family);
     RocksIterator base = null;
     if (overlay == null || !overlay.hidesCommitted) {
-      base = db.newIterator(family);
-      if (base != null) {
-        if (from == null) {
-          base.seekToFirst();
-        } else {
-          base.seek(from);
-        }
-      }
+      base = db.newIterator(family, from);
     }
     Iterator<Map.Entry<byte[], byte[]>> changes = Collections.emptyIterator();
     if (overlay != null) {

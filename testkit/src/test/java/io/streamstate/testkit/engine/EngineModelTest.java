@@ -263,14 +263,26 @@ class EngineModelTest {
         String family = randomFamily();
         byte[] key = randomKey();
         byte[] value = randomValue();
-        tx.put(family, key, value);
+        if (random.nextBoolean()) {
+          tx.put(family, key, value);
+        } else {
+          assertThat(tx.putAndCheckExisted(family, key, value))
+              .as("existed before put")
+              .isEqualTo(working.get(family).containsKey(key));
+        }
         working.get(family).put(key, value);
       } else if (r < 550) {
         op = "delete";
         ensureTx();
         String family = randomFamily();
         byte[] key = randomKey();
-        tx.delete(family, key);
+        if (random.nextBoolean()) {
+          tx.delete(family, key);
+        } else {
+          assertThat(tx.deleteAndCheckExisted(family, key))
+              .as("existed before delete")
+              .isEqualTo(working.get(family).containsKey(key));
+        }
         working.get(family).remove(key);
       } else if (r < 650) {
         op = "get";
@@ -289,9 +301,19 @@ class EngineModelTest {
         try (CloseableIterator<KeyValue> it = tx.iterator(family)) {
           while (it.hasNext()) {
             KeyValue kv = it.next();
-            if (random.nextInt(3) == 0) {
+            int choice = random.nextInt(6);
+            if (choice == 0) {
               tx.delete(family, kv.key());
               working.get(family).remove(kv.key());
+            } else if (choice == 1) {
+              // Spark's eviction: the key the iterator just returned is known to exist.
+              assertThat(tx.deleteAndCheckExisted(family, kv.key().clone()))
+                  .as("returned key existed")
+                  .isTrue();
+              working.get(family).remove(kv.key());
+              assertThat(tx.exists(family, kv.key())).as("deleted key exists").isFalse();
+            } else if (choice == 2) {
+              assertThat(tx.exists(family, kv.key().clone())).as("returned key exists").isTrue();
             }
           }
         }
