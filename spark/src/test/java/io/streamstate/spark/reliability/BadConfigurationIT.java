@@ -137,11 +137,16 @@ class BadConfigurationIT {
     Path dir = firstRun("future-format", ReliabilityQuery.OURS);
     copyRemainingInput(dir);
     Path checkpoint = dir.resolve("checkpoint");
-    Path changelog =
-        CorruptionIT.files(checkpoint, CorruptionIT.Kind.CHANGELOG).stream()
-            .filter(p -> p.toString().contains("/state/2/0/"))
-            .max(java.util.Comparator.comparingLong(CorruptionIT::versionOf))
-            .orElseThrow();
+    // Group commit is on by default: the newest commits are in the newest segment.
+    Path changelog;
+    try (java.util.stream.Stream<Path> segments =
+        java.nio.file.Files.list(checkpoint.resolve("state/_segments"))) {
+      changelog =
+          segments
+              .filter(p -> p.getFileName().toString().endsWith(".segment"))
+              .max(java.util.Comparator.comparingLong(CorruptionIT::versionOf))
+              .orElseThrow();
+    }
     rewriteFormatVersion(changelog, 2);
 
     String text =

@@ -94,13 +94,11 @@ class DriverKillIT {
     // Where the kill hit: the batch is planned (offsets) and not committed (commits).
     assertThat(checkpointDir.resolve("offsets").resolve(String.valueOf(batch))).exists();
     assertThat(checkpointDir.resolve("commits").resolve(String.valueOf(batch))).doesNotExist();
-    // The aggregation's changelogs of version batch + 1 (named <version>-<commit id>.changelog).
+    // The aggregation's commits of version batch + 1: changelogs, or members of segments (group
+    // commit, on by default).
     // Spark numbers stateful operators from the sink down: 0 aggregation, 1 join, 2 dedup; the
     // aggregation runs in the batch's last stage.
-    List<Path> aggregateCommits =
-        CorruptionIT.files(checkpointDir.resolve("state/0/0"), CorruptionIT.Kind.CHANGELOG).stream()
-            .filter(p -> CorruptionIT.versionOf(p) == batch + 1)
-            .toList();
+    List<String> aggregateCommits = commitsOf(checkpointDir.resolve("state"), "0/0/", batch + 1);
     if (hold.startsWith("sink:")) {
       assertThat(aggregateCommits).as("state of the batch committed before the kill").isNotEmpty();
     } else {
@@ -137,5 +135,27 @@ class DriverKillIT {
             marker.toString());
     started.add(child);
     return child;
+  }
+
+  /** The commits of {@code version} of one store: its changelog files and its segment members. */
+  static List<String> commitsOf(Path stateDir, String storePrefix, long version) {
+    List<String> found = new java.util.ArrayList<>();
+    for (Path p : CorruptionIT.files(stateDir.resolve(storePrefix), CorruptionIT.Kind.CHANGELOG)) {
+      if (CorruptionIT.versionOf(p) == version) {
+        found.add(p.toString());
+      }
+    }
+    io.streamstate.core.storage.LocalStorage storage =
+        new io.streamstate.core.storage.LocalStorage(stateDir);
+    io.streamstate.core.engine.SegmentCatalog catalog =
+        io.streamstate.core.engine.SegmentCatalog.of(storage);
+    for (var f : catalog.list().getOrDefault(version, List.of())) {
+      for (var e : catalog.index(f.name().name()).entries()) {
+        if (e.storePrefix().equals(storePrefix)) {
+          found.add(f.name().name());
+        }
+      }
+    }
+    return found;
   }
 }
