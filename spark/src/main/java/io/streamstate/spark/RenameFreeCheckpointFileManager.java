@@ -69,6 +69,16 @@ import org.slf4j.LoggerFactory;
  * ({@value HadoopStorages#SPARK_ALLOW_SINGLE_WRITER}) that accepts single-writer mode instead:
  * {@code exists()} then {@code create(overwrite=false)}, safe only if no two writers race.
  *
+ * <h2>Hedged log entries (HDFS)</h2>
+ *
+ * <p>On stores whose create takes the name at {@code create()} ({@link
+ * CreateIfAbsent.Method#EXCLUSIVE_CREATE}: HDFS and stores declaring the capability), an entry of
+ * Spark's offset or commit log ({@code offsets/N}, {@code commits/N}, up to 1 MiB) is created as
+ * above, buffered, and published at close by {@link HedgedLogWrites}: its write to {@code N} races
+ * a copy {@code .N.hedge} started after the hedge deadline, and close returns when either is
+ * complete. {@link #open} reads a verified copy first, {@link #list} hides copies, {@link #delete}
+ * removes the copy with its entry. See {@code docs/protocol.md}, "Hedged Spark log writes".
+ *
  * <h2>{@code createAtomic(path, overwriteIfPossible=true)}</h2>
  *
  * <p>Best effort, still without rename, and never throws because the file exists: local disk
