@@ -69,6 +69,16 @@ import org.slf4j.LoggerFactory;
  * ({@value HadoopStorages#SPARK_ALLOW_SINGLE_WRITER}) that accepts single-writer mode instead:
  * {@code exists()} then {@code create(overwrite=false)}, safe only if no two writers race.
  *
+ * <h2>Hedged log entries (HDFS)</h2>
+ *
+ * <p>On stores whose create takes the name at {@code create()} ({@link
+ * CreateIfAbsent.Method#EXCLUSIVE_CREATE}: HDFS and stores declaring the capability), an entry of
+ * Spark's offset or commit log ({@code offsets/N}, {@code commits/N}, up to 1 MiB) is created as
+ * above, buffered, and published at close by {@link HedgedLogWrites}: its write to {@code N} races
+ * a copy {@code .N.hedge} started after the hedge deadline, and close returns when either is
+ * complete. {@link #open} reads a verified copy first, {@link #list} hides copies, {@link #delete}
+ * removes the copy with its entry. See {@code docs/protocol.md}, "Hedged Spark log writes".
+ *
  * <h2>{@code createAtomic(path, overwriteIfPossible=true)}</h2>
  *
  * <p>Best effort, still without rename, and never throws because the file exists: local disk
@@ -124,6 +134,13 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private final CreateIfAbsent.Method method;
 
   /**
+   * Hedged writes and reads of Spark's log entries, on stores that take a name at create (HDFS and
+   * {@link CreateIfAbsent.Method#EXCLUSIVE_CREATE}); null elsewhere. Present even with hedging
+   * disabled, so that entries written hedged earlier are still read through their hedge copy.
+   */
+  private final HedgedLogWrites hedges;
+
+  /**
    * The constructor Spark calls ({@code CheckpointFileManager.create}).
    *
    * @param path the directory this manager is for (a checkpoint, a log, a state directory)
@@ -137,6 +154,10 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     this.checkpointPath = path;
     this.local = CreateIfAbsent.rawLocal(fs);
     this.method = detect(fs, path, hadoopConf);
+    this.hedges =
+        method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
+            ? new HedgedLogWrites(fs, hadoopConf)
+            : null;
   }
 
   private static CreateIfAbsent.Method detect(FileSystem fs, Path path, Configuration conf) {
@@ -261,22 +282,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     }
     // The name is ours from here (created with overwrite=false, or replaced by us): a failed
     // close or a cancel deletes it, so no partial file of ours stays behind.
-    return new DirectOutputStream(
-        out,
-        path,
-        () -> {
-          try {
-            out.flush();
-            if (out.hasCapability(StreamCapabilities.HSYNC)) {
-              out.hsync();
-            }
-            out.close();
-          } catch (IOException | RuntimeException e) {
-            closeQuietly(out);
-            deleteQuietly(path, e);
-            throw e;
-          }
-        },
+    IoAction withdraw =
         () -> {
           if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
             out.abort();
@@ -284,7 +290,93 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
             closeQuietly(out);
             fs.delete(path, false);
           }
-        });
+        };
+    if (!overwrite
+        && hedges != null
+        && hedges.enabled()
+        && method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
+        && isSparkLogEntry(path)) {
+      // A log entry: buffered, and published hedged at close (HedgedLogWrites). The name is
+      // already ours, so the hedge cannot make another writer of this batch lose or win.
+      HedgeableBuffer buffer = new HedgeableBuffer(out);
+      return new DirectOutputStream(
+          buffer,
+          path,
+          () -> {
+            if (buffer.spilled()) {
+              completeDirect(path, out);
+            } else {
+              hedges.publish(path, out, buffer.bytes());
+            }
+          },
+          withdraw);
+    }
+    return new DirectOutputStream(out, path, () -> completeDirect(path, out), withdraw);
+  }
+
+  /** Flush, hsync and close a stream created at its final name; on failure delete the name. */
+  private void completeDirect(Path path, FSDataOutputStream out) throws IOException {
+    try {
+      out.flush();
+      if (out.hasCapability(StreamCapabilities.HSYNC)) {
+        out.hsync();
+      }
+      out.close();
+    } catch (IOException | RuntimeException e) {
+      closeQuietly(out);
+      deleteQuietly(path, e);
+      throw e;
+    }
+  }
+
+  /**
+   * Buffers a log entry in memory until close; past {@link HedgedLogWrites#MAX_HEDGED_BYTES} it
+   * spills into the file's own stream and the write goes on unhedged.
+   */
+  private static final class HedgeableBuffer extends OutputStream {
+    private final OutputStream out;
+    private java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream(512);
+
+    HedgeableBuffer(OutputStream out) {
+      this.out = out;
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      write(new byte[] {(byte) b}, 0, 1);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      if (buffer == null) {
+        out.write(b, off, len);
+      } else if (buffer.size() + (long) len > HedgedLogWrites.MAX_HEDGED_BYTES) {
+        buffer.writeTo(out);
+        buffer = null;
+        out.write(b, off, len);
+      } else {
+        buffer.write(b, off, len);
+      }
+    }
+
+    @Override
+    public void flush() throws IOException {
+      if (buffer == null) {
+        out.flush();
+      }
+    }
+
+    /** Closing is the manager's stream's job ({@code close()} publishes, {@code cancel()}). */
+    @Override
+    public void close() {}
+
+    boolean spilled() {
+      return buffer == null;
+    }
+
+    byte[] bytes() {
+      return buffer.toByteArray();
+    }
   }
 
   private CancellableFSDataOutputStream createConditional(Path path, boolean overwrite)
@@ -370,9 +462,46 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   @Override
   public FSDataInputStream open(Path path) {
     if (isSparkLogEntry(path)) {
+      if (hedges != null) {
+        FSDataInputStream hedged = openHedgeCopy(path);
+        if (hedged != null) {
+          return hedged;
+        }
+      }
       checkComplete(path);
     }
     return delegate.open(path);
+  }
+
+  /**
+   * The entry's content from its hedge copy {@code .N.hedge}, if that verifies and {@code N} exists
+   * and is not longer than it (so {@code N} is that entry, complete or still being written: its
+   * length is at most the copy's); else null, and {@code N} is read as without hedging. Read first,
+   * without touching {@code N}'s data: on HDFS reading a file whose write is stalled may stall too.
+   */
+  private FSDataInputStream openHedgeCopy(Path path) {
+    byte[] payload = hedges.readHedge(path);
+    if (payload == null) {
+      return null;
+    }
+    FileStatus status;
+    try {
+      status = fs.getFileStatus(path);
+    } catch (FileNotFoundException e) {
+      return null;
+    } catch (IOException e) {
+      throw sneakyThrow(e);
+    }
+    if (status.getLen() > payload.length) {
+      LOG.debug(
+          "Ignoring {}: {} is longer ({} bytes) than the copy ({} bytes)",
+          HedgedLogWrites.hedgePath(path),
+          path,
+          status.getLen(),
+          payload.length);
+      return null;
+    }
+    return HedgedLogWrites.streamOf(payload);
   }
 
   /** Entries of Spark's offset and commit logs: {@code offsets/<n>}, {@code commits/<n>}. */
@@ -447,12 +576,24 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   @Override
   public FileStatus[] list(Path path, PathFilter filter) {
-    return delegate.list(path, filter);
+    return withoutHedgeCopies(delegate.list(path, filter));
   }
 
   @Override
   public FileStatus[] list(Path path) {
-    return delegate.list(path);
+    return withoutHedgeCopies(delegate.list(path));
+  }
+
+  /** Hedge copies ({@code .N.hedge}) are never listed: they stand in for {@code N}. */
+  private static FileStatus[] withoutHedgeCopies(FileStatus[] files) {
+    for (FileStatus f : files) {
+      if (HedgedLogWrites.isHedgeName(f.getPath().getName())) {
+        return java.util.Arrays.stream(files)
+            .filter(s -> !HedgedLogWrites.isHedgeName(s.getPath().getName()))
+            .toArray(FileStatus[]::new);
+      }
+    }
+    return files;
   }
 
   @Override
@@ -473,9 +614,15 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     return delegate.exists(path);
   }
 
-  /** Recursive; does nothing if {@code path} is absent. */
+  /**
+   * Recursive; does nothing if {@code path} is absent. A log entry's hedge copy goes first, so that
+   * a copy never outlives its entry.
+   */
   @Override
   public void delete(Path path) {
+    if (hedges != null && isSparkLogEntry(path)) {
+      delegate.delete(HedgedLogWrites.hedgePath(path));
+    }
     delegate.delete(path);
   }
 

@@ -223,7 +223,8 @@ public final class StreamStateConf {
     return Math.max(0, groupCommitMaxWaitMs);
   }
 
-  private static HedgePolicy hedgePolicy(Map<String, String> confs) {
+  /** The hedge policy of our {@code hedge.*} keys in {@code confs} (absent keys: defaults). */
+  static HedgePolicy hedgePolicy(Map<String, String> confs) {
     String enabled = confs.getOrDefault(HEDGE_ENABLED, "true").trim().toLowerCase(Locale.ROOT);
     if (!enabled.equals("true") && !enabled.equals("false")) {
       throw new IllegalArgumentException(

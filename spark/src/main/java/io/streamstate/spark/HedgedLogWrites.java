@@ -1,0 +1,446 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.hedge.HedgeMetrics;
+import io.streamstate.core.hedge.HedgePolicy;
+import io.streamstate.core.hedge.HedgedPublish;
+import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.Storage;
+import io.streamstate.hadoop.HadoopStorage;
+import java.io.ByteArrayInputStream;
+import java.io.EOFException;
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InterruptedIOException;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.PositionedReadable;
+import org.apache.hadoop.fs.Seekable;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Hedged writes of Spark's offset and commit log entries ({@code offsets/N}, {@code commits/N}) for
+ * {@link RenameFreeCheckpointFileManager} on stores whose create-if-absent takes the name at {@code
+ * create()} (HDFS, {@link io.streamstate.hadoop.CreateIfAbsent.Method#EXCLUSIVE_CREATE}). See
+ * {@code docs/protocol.md}, "Hedged Spark log writes".
+ *
+ * <p>The manager has already created {@code N} with {@code create(overwrite=false)} in {@code
+ * createAtomic}: the name is this writer's, exactly as without hedging, and a second writer already
+ * failed there. The stream buffers the entry; at close {@link #publish} hands the bytes to a {@link
+ * HedgedWriter} whose "primary create" writes them to that open stream (write, hsync, close: where
+ * a slow datanode stalls) and whose "alternate create" writes a new file {@code .N.hedge} holding
+ * the same bytes followed by a trailer (payload length u64, CRC32C of the payload u32, magic {@code
+ * SSLH}), so that a reader can tell a complete hedge copy from a torn one. The first to complete
+ * returns from close. {@code N} itself always holds the raw entry (Spark and any tool read it
+ * unchanged) once its write completes.
+ *
+ * <ul>
+ *   <li>The hedge copy is written only after the name {@code N} is ours, so it can never make a
+ *       second writer of batch N win: the name still arbitrates.
+ *   <li>A hedge is never a retry: if the primary write has already failed when the hedge would
+ *       start, the hedge is refused and close fails as without hedging (the partial {@code N} is
+ *       deleted).
+ *   <li>If the primary completes after the hedge won, the hedge copy is deleted ({@code N} is then
+ *       complete). If the primary fails after the hedge won, {@code N} stays torn and the batch is
+ *       read from {@code .N.hedge} (logged at WARN): only this manager reads it then.
+ * </ul>
+ *
+ * <p>One {@link HedgedWriter} per JVM and policy, separate from the state stores' (log writes have
+ * their own latencies), with the policy of our {@code hedge.*} keys if Spark copied them into the
+ * Hadoop configuration (it copies every SQL conf), else {@link HedgePolicy#defaults()}.
+ */
+final class HedgedLogWrites {
+  private static final Logger LOG = LoggerFactory.getLogger(HedgedLogWrites.class);
+
+  /** Entries larger than this are not buffered, and written directly as without hedging. */
+  static final int MAX_HEDGED_BYTES = 1 << 20;
+
+  static final String HEDGE_SUFFIX = ".hedge";
+  static final int TRAILER_LENGTH = 16;
+  private static final byte[] MAGIC = {'S', 'S', 'L', 'H'};
+
+  /** One writer per JVM and policy (normally one), shared by every manager of the JVM. */
+  private static final Map<String, HedgedWriter> WRITERS = new HashMap<>();
+
+  /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
+  private static final AtomicLong PRIMARY_FAILURES_AFTER_HEDGE = new AtomicLong();
+
+  private final FileSystem fs;
+  private final HedgedWriter writer;
+  private final Map<Path, HadoopStorage> storages = new ConcurrentHashMap<>();
+
+  HedgedLogWrites(FileSystem fs, Configuration conf) {
+    this.fs = fs;
+    this.writer = sharedWriter(policy(conf));
+  }
+
+  /** The policy of our {@code hedge.*} keys in {@code conf}. */
+  static HedgePolicy policy(Configuration conf) {
+    Map<String, String> keys = new HashMap<>();
+    String prefix = StreamStateConf.PREFIX + "hedge.";
+    for (Map.Entry<String, String> e : conf) {
+      if (e.getKey().startsWith(prefix)) {
+        keys.put(e.getKey(), e.getValue());
+      }
+    }
+    return StreamStateConf.hedgePolicy(keys);
+  }
+
+  private static synchronized HedgedWriter sharedWriter(HedgePolicy policy) {
+    return WRITERS.computeIfAbsent(policy.toString(), k -> new HedgedWriter(policy));
+  }
+
+  /** The counters of the writer that managers with {@code conf} use; for tests and tools. */
+  static HedgeMetrics.Snapshot metrics(Configuration conf) {
+    return sharedWriter(policy(conf)).policy().metrics().snapshot();
+  }
+
+  /** The counters of every log-write hedger of this JVM, summed; for tests and tools. */
+  static synchronized HedgeMetrics.Snapshot totals() {
+    long[] t = new long[8];
+    for (HedgedWriter w : WRITERS.values()) {
+      HedgeMetrics.Snapshot s = w.policy().metrics().snapshot();
+      long[] v = {
+        s.writes(),
+        s.hedgesFired(),
+        s.hedgesAfterFailure(),
+        s.hedgesWon(),
+        s.hedgesSkippedForBudget(),
+        s.losersCleaned(),
+        s.cleanupFailures(),
+        s.losersLeft()
+      };
+      for (int i = 0; i < t.length; i++) {
+        t[i] += v[i];
+      }
+    }
+    return new HedgeMetrics.Snapshot(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+  }
+
+  /** Primary writes that failed after their hedge won, in this JVM. */
+  static long primaryFailuresAfterHedge() {
+    return PRIMARY_FAILURES_AFTER_HEDGE.get();
+  }
+
+  boolean enabled() {
+    return writer.policy().isEnabled();
+  }
+
+  static Path hedgePath(Path entry) {
+    return new Path(entry.getParent(), "." + entry.getName() + HEDGE_SUFFIX);
+  }
+
+  /** Whether {@code name} is a hedge copy's name ({@code .<digits>.hedge}). */
+  static boolean isHedgeName(String name) {
+    return name.startsWith(".")
+        && name.endsWith(HEDGE_SUFFIX)
+        && name.length() > 1 + HEDGE_SUFFIX.length()
+        && name.substring(1, name.length() - HEDGE_SUFFIX.length())
+            .chars()
+            .allMatch(Character::isDigit);
+  }
+
+  /** The hedge copy's bytes: the payload, then its trailer. */
+  static byte[] frame(byte[] payload) {
+    CRC32C crc = new CRC32C();
+    crc.update(payload);
+    return ByteBuffer.allocate(payload.length + TRAILER_LENGTH)
+        .put(payload)
+        .putLong(payload.length)
+        .putInt((int) crc.getValue())
+        .put(MAGIC)
+        .array();
+  }
+
+  /** The payload of a complete hedge copy, or null if {@code bytes} is not one (torn, corrupt). */
+  static byte[] unframe(byte[] bytes) {
+    if (bytes.length < TRAILER_LENGTH) {
+      return null;
+    }
+    ByteBuffer trailer = ByteBuffer.wrap(bytes, bytes.length - TRAILER_LENGTH, TRAILER_LENGTH);
+    long length = trailer.getLong();
+    int crcValue = trailer.getInt();
+    byte[] magic = new byte[4];
+    trailer.get(magic);
+    if (!Arrays.equals(magic, MAGIC) || length != bytes.length - TRAILER_LENGTH) {
+      return null;
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(bytes, 0, (int) length);
+    if ((int) crc.getValue() != crcValue) {
+      return null;
+    }
+    return Arrays.copyOf(bytes, (int) length);
+  }
+
+  /**
+   * The payload of {@code entry}'s hedge copy if there is one and it verifies, else null (absent,
+   * torn, unreadable, or deleted while read: the caller reads {@code entry} itself).
+   */
+  byte[] readHedge(Path entry) {
+    Path hedge = hedgePath(entry);
+    byte[] bytes;
+    try (FSDataInputStream in = fs.open(hedge)) {
+      bytes = in.readNBytes(MAX_HEDGED_BYTES + TRAILER_LENGTH + 1);
+    } catch (FileNotFoundException e) {
+      return null;
+    } catch (IOException e) {
+      LOG.debug("Cannot read the hedge copy {}, reading {}: {}", hedge, entry, e.toString());
+      return null;
+    }
+    byte[] payload = unframe(bytes);
+    if (payload == null) {
+      LOG.debug("Ignoring {}: not a complete hedge copy ({} bytes)", hedge, bytes.length);
+    }
+    return payload;
+  }
+
+  /** A stream over a payload read from a hedge copy, as {@code open} returns. */
+  static FSDataInputStream streamOf(byte[] payload) {
+    return new FSDataInputStream(new SeekableBytes(payload));
+  }
+
+  /**
+   * Publishes {@code bytes} as the entry {@code entry}, whose stream {@code primary} the caller
+   * opened with {@code create(entry, overwrite=false)}; returns once {@code entry} or its hedge
+   * copy is complete.
+   *
+   * @throws IOException neither completed (both copies are removed, as without hedging), or the
+   *     caller was interrupted ({@link InterruptedIOException}; the writes already started
+   *     continue, nothing is removed)
+   */
+  void publish(Path entry, FSDataOutputStream primary, byte[] bytes) throws IOException {
+    Race race = new Race(entry, primary, bytes);
+    HedgedPublish result;
+    try {
+      result = writer.publish(race, entry.getName(), hedgePath(entry).getName(), bytes);
+    } catch (OutcomeUnknownException e) {
+      if (Thread.currentThread().isInterrupted()) {
+        // The creates already started continue: the entry or its hedge may still complete.
+        InterruptedIOException ie =
+            new InterruptedIOException(
+                "Interrupted while writing " + entry + ": " + e.getMessage());
+        ie.initCause(e);
+        throw ie;
+      }
+      throw race.failed(e);
+    } catch (StreamStateException e) {
+      throw race.failed(e);
+    }
+    if (result.hedgeFired()) {
+      LOG.debug(
+          "Hedged the write of {}: {} won after {} ms",
+          entry,
+          result.hedgeWon() ? "the hedge copy" : "the entry",
+          result.latency().toMillis());
+    }
+  }
+
+  private HadoopStorage storageFor(Path dir) {
+    return storages.computeIfAbsent(dir, d -> HadoopStorage.open(fs, d));
+  }
+
+  /**
+   * One hedged write, as the {@link Storage} a {@link HedgedWriter} publishes to: the primary name
+   * goes to the already open stream, the alternate name is the framed hedge copy.
+   */
+  private final class Race implements Storage {
+    private final Path entry;
+    private final FSDataOutputStream primary;
+    private final byte[] bytes;
+    private final String primaryName;
+    private final String hedgeName;
+    private final HadoopStorage dir;
+    private boolean primaryFailed;
+    private boolean hedgeComplete;
+
+    Race(Path entry, FSDataOutputStream primary, byte[] bytes) {
+      this.entry = entry;
+      this.primary = primary;
+      this.bytes = bytes;
+      this.primaryName = entry.getName();
+      this.hedgeName = hedgePath(entry).getName();
+      this.dir = storageFor(entry.getParent());
+    }
+
+    @Override
+    public void create(String name, ContentWriter content) {
+      if (name.equals(primaryName)) {
+        writePrimary();
+      } else if (name.equals(hedgeName)) {
+        writeHedge();
+      } else {
+        throw new IllegalArgumentException(name);
+      }
+    }
+
+    private void writePrimary() {
+      try {
+        primary.write(bytes);
+        primary.flush();
+        if (primary.hasCapability(StreamCapabilities.HSYNC)) {
+          primary.hsync();
+        }
+        primary.close();
+      } catch (IOException | RuntimeException e) {
+        try {
+          primary.close();
+        } catch (IOException | RuntimeException suppressed) {
+          e.addSuppressed(suppressed);
+        }
+        boolean torn;
+        synchronized (this) {
+          primaryFailed = true;
+          torn = hedgeComplete;
+        }
+        if (torn) {
+          tornAfterHedge(e);
+        }
+        // Nothing is deleted here: if the hedge wins, the name must stay ours.
+        throw new RetryableException("Cannot write " + entry + ": " + e, e);
+      }
+    }
+
+    private void writeHedge() {
+      synchronized (this) {
+        if (primaryFailed) {
+          throw new RetryableException(
+              "Not hedging " + entry + ": its write failed (a hedge is not a retry)");
+        }
+      }
+      dir.create(hedgeName, out -> out.write(frame(bytes)));
+      boolean torn;
+      synchronized (this) {
+        hedgeComplete = true;
+        torn = primaryFailed;
+      }
+      if (torn) {
+        tornAfterHedge(null);
+      }
+    }
+
+    private void tornAfterHedge(Throwable cause) {
+      PRIMARY_FAILURES_AFTER_HEDGE.incrementAndGet();
+      LOG.warn(
+          "Writing {} failed after its hedge copy {} had completed: the entry stays incomplete at"
+              + " its name and this manager reads it from the copy (Spark's default manager cannot;"
+              + " do not delete the copy){}",
+          entry,
+          hedgeName,
+          cause == null ? "" : ": " + cause);
+    }
+
+    /**
+     * Neither copy completed: remove both (the hedge, then the name, which is ours), as a failed
+     * write without hedging does.
+     */
+    IOException failed(StreamStateException e) {
+      IOException failure = new IOException("Cannot write " + entry + ": " + e.getMessage(), e);
+      try {
+        dir.delete(hedgeName);
+      } catch (RuntimeException suppressed) {
+        failure.addSuppressed(suppressed);
+      }
+      try {
+        fs.delete(entry, false);
+      } catch (IOException | RuntimeException suppressed) {
+        failure.addSuppressed(suppressed);
+      }
+      return failure;
+    }
+
+    /**
+     * Called by the writer for the copy that lost, once it completed too: both copies are then
+     * complete and equal, and the hedge copy is the one removed.
+     */
+    @Override
+    public boolean delete(String name) {
+      if (name.equals(primaryName)) {
+        LOG.debug("{} completed after its hedge copy; deleting {}", entry, hedgeName);
+      }
+      return dir.delete(hedgeName);
+    }
+
+    @Override
+    public InputStream open(String name) {
+      throw new UnsupportedOperationException("open " + name);
+    }
+
+    @Override
+    public List<FileInfo> list(String prefix) {
+      throw new UnsupportedOperationException("list " + prefix);
+    }
+
+    @Override
+    public String describe() {
+      return entry.getParent().toString();
+    }
+  }
+
+  /** An in-memory stream with Hadoop's seek and positioned reads. */
+  private static final class SeekableBytes extends ByteArrayInputStream
+      implements Seekable, PositionedReadable {
+    SeekableBytes(byte[] bytes) {
+      super(bytes);
+    }
+
+    @Override
+    public synchronized void seek(long pos) throws IOException {
+      if (pos < 0 || pos > count) {
+        throw new EOFException("Cannot seek to " + pos + " of " + count + " bytes");
+      }
+      this.pos = (int) pos;
+    }
+
+    @Override
+    public synchronized long getPos() {
+      return pos;
+    }
+
+    @Override
+    public boolean seekToNewSource(long targetPos) {
+      return false;
+    }
+
+    @Override
+    public int read(long position, byte[] buffer, int offset, int length) {
+      if (position >= count) {
+        return -1;
+      }
+      int n = (int) Math.min(length, count - position);
+      System.arraycopy(buf, (int) position, buffer, offset, n);
+      return n;
+    }
+
+    @Override
+    public void readFully(long position, byte[] buffer, int offset, int length) throws IOException {
+      if (position < 0 || position + length > count) {
+        throw new EOFException("Cannot read " + length + " bytes at " + position);
+      }
+      System.arraycopy(buf, (int) position, buffer, offset, length);
+    }
+
+    @Override
+    public void readFully(long position, byte[] buffer) throws IOException {
+      readFully(position, buffer, 0, buffer.length);
+    }
+  }
+}

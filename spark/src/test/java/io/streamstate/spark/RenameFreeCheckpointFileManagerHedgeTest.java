@@ -1,0 +1,335 @@
+package io.streamstate.spark;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.streamstate.core.hedge.HedgeMetrics;
+import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.Arrays;
+import java.util.concurrent.CountDownLatch;
+import java.util.function.BooleanSupplier;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.util.Progressable;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Hedged writes of Spark's log entries by {@link RenameFreeCheckpointFileManager} on a store that
+ * takes a name at create (as HDFS): {@code stallfs:}, the local disk through {@link
+ * ExclusiveCreateLocalFileSystem}, whose data writes to a chosen file stall until the test releases
+ * them (as a slow datanode's), then complete or fail. Nothing asserts on time: a stalled write is
+ * held by a latch, so "close returned while the entry's write was stalled" is a fact, not a timing.
+ */
+class RenameFreeCheckpointFileManagerHedgeTest {
+  @TempDir static java.nio.file.Path work;
+
+  private java.nio.file.Path dir;
+  private Path root;
+  private RenameFreeCheckpointFileManager fm;
+
+  @BeforeEach
+  void setUp(TestInfo info) {
+    dir = work.resolve(info.getTestMethod().orElseThrow().getName());
+    root = new Path(StallingFileSystem.SCHEME + "://" + dir.toAbsolutePath());
+    StallingFileSystem.reset();
+    fm = new RenameFreeCheckpointFileManager(root, conf());
+    fm.createCheckpointDirectory();
+  }
+
+  @AfterEach
+  void tearDown() {
+    StallingFileSystem.releaseAll();
+  }
+
+  /** Hedge deadline 30 ms, no budget limit, so that a stalled entry write is always hedged. */
+  static Configuration conf() {
+    Configuration conf = new Configuration();
+    conf.set("fs." + StallingFileSystem.SCHEME + ".impl", StallingFileSystem.class.getName());
+    conf.setBoolean("fs." + StallingFileSystem.SCHEME + ".impl.disable.cache", true);
+    conf.set(StreamStateConf.HEDGE_FLOOR_MS, "1");
+    conf.set(StreamStateConf.HEDGE_INITIAL_DEADLINE_MS, "30");
+    conf.set(StreamStateConf.HEDGE_BUDGET_FRACTION, "1");
+    return conf;
+  }
+
+  private static byte[] entry(long batch) {
+    return ("v1\n{\"nextBatchWatermarkMs\":0}\n{\"batch\":" + batch + "}")
+        .getBytes(StandardCharsets.UTF_8);
+  }
+
+  private void write(RenameFreeCheckpointFileManager m, Path path, byte[] bytes)
+      throws IOException {
+    CancellableFSDataOutputStream out = m.createAtomic(path, false);
+    out.write(bytes);
+    out.close();
+  }
+
+  private byte[] read(Path path) throws IOException {
+    try (FSDataInputStream in = fm.open(path)) {
+      return in.readAllBytes();
+    }
+  }
+
+  private java.nio.file.Path local(String name) {
+    return dir.resolve(name);
+  }
+
+  private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+    for (int i = 0; i < 6000 && !condition.getAsBoolean(); i++) {
+      Thread.sleep(10);
+    }
+    assertThat(condition.getAsBoolean()).as(what).isTrue();
+  }
+
+  @Test
+  void aStalledEntryWriteIsHedgedAndReadsBackCompleteThenTheCopyGoes() throws Exception {
+    Path commit = new Path(root, "commits/0");
+    byte[] bytes = entry(0);
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    StallingFileSystem.stall("0");
+
+    write(fm, commit, bytes); // returns although the write of commits/0 is held by the latch
+
+    assertThat(StallingFileSystem.stalledWrites()).isEqualTo(1);
+    assertThat(Files.size(local("commits/0"))).as("the entry itself, still stalled").isZero();
+    assertThat(local("commits/.0.hedge")).exists();
+    HedgeMetrics.Snapshot delta = HedgedLogWrites.metrics(conf()).since(before);
+    assertThat(delta.hedgesFired()).isEqualTo(1);
+    assertThat(delta.hedgesWon()).isEqualTo(1);
+
+    // Readers get the whole entry; listings and exists() see only the entry.
+    assertThat(read(commit)).isEqualTo(bytes);
+    assertThat(fm.exists(commit)).isTrue();
+    assertThat(Arrays.stream(fm.list(new Path(root, "commits"))).map(s -> s.getPath().getName()))
+        .containsExactly("0");
+
+    // A second writer of batch 0 still loses, at createAtomic, as without hedging.
+    RenameFreeCheckpointFileManager other = new RenameFreeCheckpointFileManager(root, conf());
+    assertThatThrownBy(() -> other.createAtomic(commit, false))
+        .isInstanceOf(FileAlreadyExistsException.class);
+
+    // The stalled write completes: the entry is whole at its name and the copy is deleted.
+    StallingFileSystem.release(null);
+    await("hedge copy deleted", () -> !Files.exists(local("commits/.0.hedge")));
+    assertThat(Files.readAllBytes(local("commits/0"))).isEqualTo(bytes);
+    assertThat(read(commit)).isEqualTo(bytes);
+    assertThat(HedgedLogWrites.metrics(conf()).since(before).losersCleaned()).isEqualTo(1);
+  }
+
+  @Test
+  void anEntryWhoseWriteFailsAfterItsHedgeWonIsReadFromTheCopyAndDeletedWithIt() throws Exception {
+    Path offsets = new Path(root, "offsets/7");
+    byte[] bytes = entry(7);
+    long tornBefore = HedgedLogWrites.primaryFailuresAfterHedge();
+    StallingFileSystem.stall("7");
+    write(fm, offsets, bytes);
+
+    StallingFileSystem.release(new IOException("injected: datanode pipeline failed"));
+    await(
+        "the entry's write failed after the hedge won",
+        () -> HedgedLogWrites.primaryFailuresAfterHedge() > tornBefore);
+
+    // The name stays taken (never deleted once a hedge won), the batch reads from the copy.
+    assertThat(local("offsets/7")).exists();
+    assertThat(local("offsets/.7.hedge")).exists();
+    assertThat(read(offsets)).isEqualTo(bytes);
+    assertThatThrownBy(
+            () -> new RenameFreeCheckpointFileManager(root, conf()).createAtomic(offsets, false))
+        .isInstanceOf(FileAlreadyExistsException.class);
+
+    // Spark's purge deletes the entry through the manager: both files go.
+    fm.delete(offsets);
+    assertThat(local("offsets/7")).doesNotExist();
+    assertThat(local("offsets/.7.hedge")).doesNotExist();
+    assertThat(fm.exists(offsets)).isFalse();
+  }
+
+  @Test
+  void aTornHedgeCopyIsIgnored() throws Exception {
+    Files.createDirectories(local("commits"));
+    byte[] bytes = entry(3);
+    byte[] framed = HedgedLogWrites.frame(bytes);
+
+    // A complete entry next to a torn copy: the entry.
+    Files.write(local("commits/3"), bytes);
+    Files.write(local("commits/.3.hedge"), Arrays.copyOf(framed, framed.length - 1));
+    assertThat(read(new Path(root, "commits/3"))).isEqualTo(bytes);
+
+    // A torn entry next to a torn copy: refused, naming the entry, as without hedging.
+    Files.write(local("commits/4"), Arrays.copyOf(bytes, 10));
+    Files.write(local("commits/.4.hedge"), Arrays.copyOf(framed, bytes.length));
+    assertThatThrownBy(() -> fm.open(new Path(root, "commits/4")))
+        .isInstanceOf(UncheckedIOException.class)
+        .hasMessageContaining("commits/4")
+        .hasMessageContaining("incomplete");
+
+    // The same torn entry next to a complete copy: the copy.
+    Files.write(local("commits/.4.hedge"), HedgedLogWrites.frame(entry(4)));
+    assertThat(read(new Path(root, "commits/4"))).isEqualTo(entry(4));
+
+    // A complete copy of another, shorter content than the entry's: not this entry's copy.
+    Files.write(local("commits/5"), entry(55555));
+    Files.write(local("commits/.5.hedge"), HedgedLogWrites.frame(entry(5)));
+    assertThat(read(new Path(root, "commits/5"))).isEqualTo(entry(55555));
+  }
+
+  @Test
+  void everyTruncationOrBitFlipOfAHedgeCopyIsRejected() {
+    byte[] payload = entry(12);
+    byte[] framed = HedgedLogWrites.frame(payload);
+    assertThat(HedgedLogWrites.unframe(framed)).isEqualTo(payload);
+    for (int n = 0; n < framed.length; n++) {
+      assertThat(HedgedLogWrites.unframe(Arrays.copyOf(framed, n))).as("prefix %d", n).isNull();
+      byte[] flipped = framed.clone();
+      flipped[n] ^= 0x10;
+      assertThat(HedgedLogWrites.unframe(flipped)).as("bit flip at %d", n).isNull();
+    }
+    assertThat(HedgedLogWrites.isHedgeName(".12.hedge")).isTrue();
+    assertThat(HedgedLogWrites.isHedgeName(".hedge")).isFalse();
+    assertThat(HedgedLogWrites.isHedgeName(".1a.hedge")).isFalse();
+    assertThat(HedgedLogWrites.isHedgeName("12")).isFalse();
+  }
+
+  @Test
+  void unstalledEntriesLargeEntriesAndOtherFilesLeaveNoCopy() throws Exception {
+    // Not stalled: whichever copy wins, no copy stays and the entry is whole.
+    write(fm, new Path(root, "offsets/0"), entry(0));
+    // Over the buffer limit: written directly, never through the hedged writer.
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    byte[] large = new byte[HedgedLogWrites.MAX_HEDGED_BYTES + 10];
+    Arrays.fill(large, (byte) 'x');
+    System.arraycopy(entry(1), 0, large, 0, entry(1).length);
+    write(fm, new Path(root, "offsets/1"), large);
+    // Not a log entry: written directly.
+    write(fm, new Path(root, "metadata"), "{\"id\":\"x\"}".getBytes(StandardCharsets.UTF_8));
+    assertThat(HedgedLogWrites.metrics(conf()).since(before).writes()).isZero();
+
+    await("no hedge copy left", () -> !Files.exists(local("offsets/.0.hedge")));
+    assertThat(Files.readAllBytes(local("offsets/0"))).isEqualTo(entry(0));
+    assertThat(Files.readAllBytes(local("offsets/1"))).isEqualTo(large);
+    assertThat(local("offsets/.1.hedge")).doesNotExist();
+
+    // Cancel of a buffered entry leaves nothing, and the name is free again.
+    CancellableFSDataOutputStream out = fm.createAtomic(new Path(root, "offsets/2"), false);
+    out.write(entry(2));
+    out.cancel();
+    assertThat(local("offsets/2")).doesNotExist();
+    write(fm, new Path(root, "offsets/2"), entry(2));
+    assertThat(read(new Path(root, "offsets/2"))).isEqualTo(entry(2));
+    FileStatus[] listed = fm.list(new Path(root, "offsets"));
+    assertThat(Arrays.stream(listed).map(s -> s.getPath().getName()))
+        .containsExactlyInAnyOrder("0", "1", "2");
+  }
+
+  /**
+   * {@code stallfs:}: the local disk with atomic create; the data writes of a file named {@link
+   * #stall}ed block (nothing reaches the disk) until {@link #release}, then complete or fail.
+   */
+  public static class StallingFileSystem extends ExclusiveCreateLocalFileSystem {
+    static final String SCHEME = "stallfs";
+
+    private static volatile String stalledName;
+    private static volatile CountDownLatch gate = new CountDownLatch(0);
+    private static volatile IOException failure;
+    private static volatile int stalledWrites;
+
+    static void reset() {
+      stalledName = null;
+      gate = new CountDownLatch(0);
+      failure = null;
+      stalledWrites = 0;
+    }
+
+    /** Stall the next data writes of files named {@code name} (any directory). */
+    static void stall(String name) {
+      failure = null;
+      gate = new CountDownLatch(1);
+      stalledName = name;
+    }
+
+    /** Let stalled writes go on; with {@code fail} non-null they fail with it. */
+    static void release(IOException fail) {
+      failure = fail;
+      stalledName = null;
+      gate.countDown();
+    }
+
+    static void releaseAll() {
+      release(null);
+    }
+
+    static int stalledWrites() {
+      return stalledWrites;
+    }
+
+    @Override
+    public FSDataOutputStream create(
+        Path f,
+        FsPermission permission,
+        boolean overwrite,
+        int bufferSize,
+        short replication,
+        long blockSize,
+        Progressable progress)
+        throws IOException {
+      FSDataOutputStream out =
+          super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
+      if (!f.getName().equals(stalledName)) {
+        return out;
+      }
+      CountDownLatch held = gate;
+      return new FSDataOutputStream(
+          new FilterOutputStream(out) {
+            private boolean waited;
+
+            private void stallOnce() throws IOException {
+              if (waited) {
+                return;
+              }
+              waited = true;
+              synchronized (StallingFileSystem.class) {
+                stalledWrites++;
+              }
+              try {
+                held.await();
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new InterruptedIOException("interrupted in a stalled write");
+              }
+              if (failure != null) {
+                throw failure;
+              }
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws IOException {
+              stallOnce();
+              out.write(b, off, len);
+            }
+
+            @Override
+            public void write(int b) throws IOException {
+              stallOnce();
+              out.write(b);
+            }
+          },
+          null);
+    }
+  }
+}
