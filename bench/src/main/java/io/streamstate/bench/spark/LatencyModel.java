@@ -177,6 +177,11 @@ final class LatencyModel {
     return 0;
   }
 
+  /** The profile's name ({@code none}, {@code slow-datanode}, ...). */
+  String profile() {
+    return profile;
+  }
+
   /** The outcome of one {@link #delay}: the model's latency and the time actually slept. */
   record Delay(double modelMs, long sleptMs) {}
 

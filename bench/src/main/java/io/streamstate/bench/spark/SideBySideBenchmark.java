@@ -52,6 +52,11 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
  * after it and the process's resident set.
  */
 public final class SideBySideBenchmark {
+  /** Spark's tuned checkpoint file manager for its logs (no process per file), for everyone. */
+  static final String SPARK_FILE_SYSTEM_MANAGER =
+      "org.apache.spark.sql.execution.streaming.checkpointing."
+          + "FileSystemBasedCheckpointFileManager";
+
   /** Counters of the simulated storage recorded per batch. */
   private static final String[] OP_COUNTERS = {
     "create",
@@ -192,10 +197,7 @@ public final class SideBySideBenchmark {
             .config("spark.sql.shuffle.partitions", Integer.toString(settings.shufflePartitions))
             .config("spark.sql.adaptive.enabled", "false")
             // Built-ins as a tuned user runs them on a Hadoop file system: no process per file.
-            .config(
-                "spark.sql.streaming.checkpointFileManagerClass",
-                "org.apache.spark.sql.execution.streaming.checkpointing."
-                    + "FileSystemBasedCheckpointFileManager")
+            .config("spark.sql.streaming.checkpointFileManagerClass", SPARK_FILE_SYSTEM_MANAGER)
             // Maintenance (snapshots, cleanup) often enough to fall inside short runs, for all.
             .config("spark.sql.streaming.stateStore.maintenanceInterval", "5s")
             .config("spark.hadoop.fs.simfs.impl", SimulatedFileSystem.class.getName())
@@ -329,6 +331,11 @@ public final class SideBySideBenchmark {
       PrintWriter out)
       throws Exception {
     spark.conf().set("spark.sql.streaming.stateStore.providerClass", cell.provider.className);
+    spark
+        .conf()
+        .set(
+            "spark.sql.streaming.checkpointFileManagerClass",
+            cell.provider.checkpointFileManager());
     // Our provider's variants: the keys this one does not set are unset, so they take our
     // provider's defaults (and a variant never leaks into the next cell).
     Map<String, String> variant = cell.provider.streamstateConfs();
@@ -599,6 +606,9 @@ public final class SideBySideBenchmark {
     /** Ours with group commit off: what group commit buys, measured in the same run. */
     STREAMSTATE_NOGROUP(
         "streamstate-nogroup", "io.streamstate.spark.StreamStateProvider", false, false),
+    /** Ours with our rename-free checkpoint file manager for Spark's logs (hedged on HDFS-like). */
+    STREAMSTATE_RFLOGS(
+        "streamstate-rflogs", "io.streamstate.spark.StreamStateProvider", false, false),
     HDFS(
         "hdfs",
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -649,7 +659,16 @@ public final class SideBySideBenchmark {
 
     /** A variant of ours that runs only when {@code --providers} names it. */
     boolean onRequestOnly() {
-      return this == STREAMSTATE_NOHEDGE || this == STREAMSTATE_NOGROUP;
+      return this == STREAMSTATE_NOHEDGE
+          || this == STREAMSTATE_NOGROUP
+          || this == STREAMSTATE_RFLOGS;
+    }
+
+    /** The checkpoint file manager of Spark's own logs for this label. */
+    String checkpointFileManager() {
+      return this == STREAMSTATE_RFLOGS
+          ? "io.streamstate.spark.RenameFreeCheckpointFileManager"
+          : SPARK_FILE_SYSTEM_MANAGER;
     }
 
     final String label;

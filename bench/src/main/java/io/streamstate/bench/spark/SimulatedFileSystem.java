@@ -64,6 +64,7 @@ import org.apache.hadoop.util.Progressable;
 public final class SimulatedFileSystem extends FileSystem {
   public static final String SCHEME = "simfs";
   private static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
+  private static final String EXCLUSIVE_CREATE = "streamstate.fs.create.exclusive";
   private static final String NO_STATE_SUFFIX = "-nostate";
 
   /**
@@ -217,6 +218,11 @@ public final class SimulatedFileSystem extends FileSystem {
   public boolean hasPathCapability(Path path, String capability) throws IOException {
     if (CONDITIONAL_CREATE.equals(capability)) {
       return true;
+    }
+    // Like HDFS, create(overwrite=false) takes the name at once (CREATE_NEW) and the data follows
+    // at close; an object store (the s3 profile) decides at completion instead.
+    if (EXCLUSIVE_CREATE.equals(capability)) {
+      return !model.profile().equals("s3");
     }
     return super.hasPathCapability(path, capability);
   }
