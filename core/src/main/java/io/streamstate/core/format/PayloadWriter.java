@@ -1,18 +1,35 @@
 package io.streamstate.core.format;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
-/** Appends the primitive encodings of {@code docs/format.md} (varints, length-prefixed bytes). */
+/**
+ * Appends the primitive encodings of {@code docs/format.md} (varints, length-prefixed bytes). A
+ * plain growable array: commits encode every change byte by byte here, and {@code
+ * ByteArrayOutputStream} would take a lock per byte.
+ */
 public final class PayloadWriter {
-  private final ByteArrayOutputStream out;
+  private byte[] buf;
+  private int size;
 
   public PayloadWriter(int initialCapacity) {
-    this.out = new ByteArrayOutputStream(initialCapacity);
+    this.buf = new byte[Math.max(16, initialCapacity)];
+  }
+
+  private void ensure(int more) {
+    int needed = size + more;
+    if (needed < 0) {
+      throw new IllegalStateException("payload larger than 2 GiB");
+    }
+    if (needed > buf.length) {
+      int grown = Math.max(needed, buf.length + (buf.length >> 1));
+      buf = Arrays.copyOf(buf, grown < 0 ? Integer.MAX_VALUE - 8 : grown);
+    }
   }
 
   public PayloadWriter writeByte(int b) {
-    out.write(b);
+    ensure(1);
+    buf[size++] = (byte) b;
     return this;
   }
 
@@ -21,24 +38,28 @@ public final class PayloadWriter {
     if (value < 0) {
       throw new IllegalArgumentException("negative varint " + value);
     }
+    ensure(10);
     while ((value & ~0x7FL) != 0) {
-      out.write((int) ((value & 0x7F) | 0x80));
+      buf[size++] = (byte) ((value & 0x7F) | 0x80);
       value >>>= 7;
     }
-    out.write((int) value);
+    buf[size++] = (byte) value;
     return this;
   }
 
   public PayloadWriter writeLong(long value) {
+    ensure(8);
     for (int shift = 56; shift >= 0; shift -= 8) {
-      out.write((int) (value >>> shift));
+      buf[size++] = (byte) (value >>> shift);
     }
     return this;
   }
 
   public PayloadWriter writeBytes(byte[] bytes) {
     writeVarLong(bytes.length);
-    out.write(bytes, 0, bytes.length);
+    ensure(bytes.length);
+    System.arraycopy(bytes, 0, buf, size, bytes.length);
+    size += bytes.length;
     return this;
   }
 
@@ -47,10 +68,10 @@ public final class PayloadWriter {
   }
 
   public int size() {
-    return out.size();
+    return size;
   }
 
   public byte[] toByteArray() {
-    return out.toByteArray();
+    return Arrays.copyOf(buf, size);
   }
 }
