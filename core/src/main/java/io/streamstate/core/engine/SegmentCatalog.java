@@ -100,12 +100,9 @@ public final class SegmentCatalog {
     if (!base.endsWith(suffix)) {
       return null;
     }
-    StoreLayout.ChangelogName parsed =
-        StoreLayout.parseChangelog(
-            base.substring(0, base.length() - suffix.length()) + StoreLayout.CHANGELOG_SUFFIX);
-    return parsed == null
-        ? null
-        : new SegmentName(name, parsed.version(), parsed.commitId(), hedge);
+    long[] parsed =
+        StoreLayout.parseVersionAndId(base.substring(0, base.length() - suffix.length()));
+    return parsed == null ? null : new SegmentName(name, parsed[0], parsed[1], hedge);
   }
 
   /** Lists the segments by version (one storage list call). */

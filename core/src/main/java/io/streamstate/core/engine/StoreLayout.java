@@ -113,7 +113,7 @@ public final class StoreLayout {
   }
 
   /** "&lt;20 digits&gt;-&lt;16 hex digits&gt;" to {version, id}, or null. */
-  private static long[] parseVersionAndId(String s) {
+  static long[] parseVersionAndId(String s) {
     if (s.length() != 20 + 1 + 16 || s.charAt(20) != '-') {
       return null;
     }

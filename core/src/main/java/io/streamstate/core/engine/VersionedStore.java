@@ -317,7 +317,7 @@ public final class VersionedStore implements AutoCloseable {
       if (ticket != null) {
         GroupCommitter.Ticket t = ticket;
         ticket = null;
-        written = publishInSegment(t, newVersion, commitId, payload);
+        written = publishInSegment(t, commitId, payload);
       } else if (uploads != null) {
         ASYNC_BY_LOCATION.put(durableLocation(), uploads);
         uploads.submit(new AsyncUploads.Pending(newVersion, commitId, payload));
@@ -388,22 +388,21 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   /** Publishes this commit as a member of a group commit's segment; returns the bytes written. */
-  private long publishInSegment(
-      GroupCommitter.Ticket t, long version, long commitId, byte[] payload) {
+  private long publishInSegment(GroupCommitter.Ticket t, long commitId, byte[] payload) {
     GroupCommitter.Result result =
         groupCommitter.commit(t, new Segment.Member(layout.prefix(), commitId, localId, payload));
     metrics.segmentCommits.incrementAndGet();
+    // The segment's files count once, for the member whose thread wrote them.
     if (result.wroteIt()) {
       metrics.filesWritten.incrementAndGet();
       metrics.segmentsWritten.incrementAndGet();
-    }
-    if (result.published() != null && result.published().hedgeFired()) {
-      if (result.wroteIt()) {
+      HedgedPublish published = result.published();
+      if (published != null && published.hedgeFired()) {
         metrics.hedgesFired.incrementAndGet();
         metrics.filesWritten.incrementAndGet();
-      }
-      if (result.published().hedgeWon() && result.wroteIt()) {
-        metrics.hedgesWon.incrementAndGet();
+        if (published.hedgeWon()) {
+          metrics.hedgesWon.incrementAndGet();
+        }
       }
     }
     long bytes = payload.length;
