@@ -24,6 +24,11 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <tr><td>{@value #SNAPSHOT_INTERVAL}</td><td>Spark's {@code
  *       spark.sql.streaming.stateStore.minDeltasForSnapshot} (10)</td><td>maintenance snapshots a
  *       store once it is this many versions past its last snapshot</td></tr>
+ *   <tr><td>{@value #SNAPSHOT_INLINE_SST_MAX_BYTES}</td><td>2097152 (2 MiB)</td><td>a snapshot
+ *       carries a new SST up to this size inside its manifest, newest first, while the manifest
+ *       holds at most twice this, instead of as a file of its own: a small store snapshots as one
+ *       file. Larger and older SSTs are shared files that later snapshots reuse. 0 makes every SST
+ *       a file</td></tr>
  *   <tr><td>{@value #MEMORY_CAP_BYTES}</td><td>268435456 (256 MiB)</td><td>one RocksDB memory
  *       budget (block cache plus memtables) shared by every store of the executor JVM; the first
  *       store opened in a JVM fixes it</td></tr>
@@ -52,7 +57,7 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <tr><td>{@value #GROUP_COMMIT_MAX_WAIT_MS}</td><td>250</td><td>how long a commit waits at most
  *       for the other tasks of the executor that began a store of the same batch together with it;
  *       a commit that no other task can join is written at once</td></tr>
- *   <tr><td>{@value #GROUP_COMMIT_WAVE_MS}</td><td>50</td><td>"together": tasks that began their
+ *   <tr><td>{@value #GROUP_COMMIT_WAVE_MS}</td><td>250</td><td>"together": tasks that began their
  *       store within this long of each other (a wave of tasks); later tasks are not waited
  *       for</td></tr>
  *   <tr><td>{@value #HEDGE_ENABLED}</td><td>true</td><td>hedge slow changelog writes: a write
@@ -81,6 +86,7 @@ public final class StreamStateConf {
   public static final String PREFIX = "spark.sql.streaming.stateStore.streamstate.";
 
   public static final String SNAPSHOT_INTERVAL = PREFIX + "snapshotInterval";
+  public static final String SNAPSHOT_INLINE_SST_MAX_BYTES = PREFIX + "snapshot.inlineSstMaxBytes";
   public static final String MEMORY_CAP_BYTES = PREFIX + "memoryCapBytes";
   public static final String TORN_FILE_GRACE_MS = PREFIX + "tornFileGraceMs";
   public static final String LOCAL_DIR = PREFIX + "localDir";
@@ -137,6 +143,8 @@ public final class StreamStateConf {
     int retain = storeConf.minVersionsToRetain();
     int interval = (int) readLong(confs, SNAPSHOT_INTERVAL, storeConf.minDeltasForSnapshot());
     long grace = readLong(confs, TORN_FILE_GRACE_MS, DEFAULT_TORN_FILE_GRACE_MS);
+    long inlineSst =
+        readLong(confs, SNAPSHOT_INLINE_SST_MAX_BYTES, StoreOptions.DEFAULT_INLINE_SST_MAX_BYTES);
     String durability = confs.getOrDefault(DURABILITY, "sync").trim().toLowerCase(Locale.ROOT);
     int asyncLag;
     if (durability.equals("sync")) {
@@ -153,7 +161,7 @@ public final class StreamStateConf {
     }
     StoreOptions options;
     try {
-      options = new StoreOptions(retain, interval, grace, asyncLag);
+      options = new StoreOptions(retain, interval, grace, asyncLag, inlineSst);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(
           "Invalid streamstate configuration (spark.sql.streaming.minBatchesToRetain="
@@ -166,6 +174,10 @@ public final class StreamStateConf {
               + TORN_FILE_GRACE_MS
               + "="
               + grace
+              + ", "
+              + SNAPSHOT_INLINE_SST_MAX_BYTES
+              + "="
+              + inlineSst
               + "): "
               + e.getMessage(),
           e);
@@ -180,7 +192,7 @@ public final class StreamStateConf {
         lockTimeout,
         hedgePolicy(confs),
         groupCommitMaxWaitMs(confs),
-        nonNegative(confs, GROUP_COMMIT_WAVE_MS, 50));
+        nonNegative(confs, GROUP_COMMIT_WAVE_MS, 250));
   }
 
   /** The group commit's maximum wait, or -1 when group commit is off. */

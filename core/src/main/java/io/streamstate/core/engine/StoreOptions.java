@@ -16,12 +16,19 @@ package io.streamstate.core.engine;
  *     upload follows in the background, and a commit waits while N uploads are pending; losing the
  *     process loses at most the N newest versions, and the next load resumes from the newest
  *     durable one, logging and counting the versions lost
+ * @param inlineSstMaxBytes a snapshot carries a new SST (in no earlier snapshot) of at most this
+ *     many bytes inside its manifest instead of as a shared file of its own, newest first, while
+ *     the manifest carries at most twice this; so a small store snapshots as one file, and what a
+ *     snapshot copies inline stays bounded. 0 makes every SST a shared file (default 2 MiB)
  */
 public record StoreOptions(
     int minVersionsToRetain,
     int snapshotInterval,
     long tornFileGraceMillis,
-    int asyncMaxLagVersions) {
+    int asyncMaxLagVersions,
+    long inlineSstMaxBytes) {
+  public static final long DEFAULT_INLINE_SST_MAX_BYTES = 2L << 20;
+
   public StoreOptions {
     if (minVersionsToRetain < 1) {
       throw new IllegalArgumentException(
@@ -38,6 +45,24 @@ public record StoreOptions(
       throw new IllegalArgumentException(
           "asyncMaxLagVersions must be >= 0 (0 = sync): " + asyncMaxLagVersions);
     }
+    if (inlineSstMaxBytes < 0 || inlineSstMaxBytes > (256L << 20)) {
+      throw new IllegalArgumentException(
+          "inlineSstMaxBytes must be between 0 and 256 MiB: " + inlineSstMaxBytes);
+    }
+  }
+
+  /** Options with every SST of at most the default size inline. */
+  public StoreOptions(
+      int minVersionsToRetain,
+      int snapshotInterval,
+      long tornFileGraceMillis,
+      int asyncMaxLagVersions) {
+    this(
+        minVersionsToRetain,
+        snapshotInterval,
+        tornFileGraceMillis,
+        asyncMaxLagVersions,
+        DEFAULT_INLINE_SST_MAX_BYTES);
   }
 
   /** Options with {@code sync} durability. */
@@ -46,7 +71,7 @@ public record StoreOptions(
   }
 
   public static StoreOptions defaults() {
-    return new StoreOptions(100, 10, 120_000, 0);
+    return new StoreOptions(100, 10, 120_000, 0, DEFAULT_INLINE_SST_MAX_BYTES);
   }
 
   public boolean isAsync() {
@@ -54,19 +79,29 @@ public record StoreOptions(
   }
 
   public StoreOptions withMinVersionsToRetain(int value) {
-    return new StoreOptions(value, snapshotInterval, tornFileGraceMillis, asyncMaxLagVersions);
+    return new StoreOptions(
+        value, snapshotInterval, tornFileGraceMillis, asyncMaxLagVersions, inlineSstMaxBytes);
   }
 
   public StoreOptions withSnapshotInterval(int value) {
-    return new StoreOptions(minVersionsToRetain, value, tornFileGraceMillis, asyncMaxLagVersions);
+    return new StoreOptions(
+        minVersionsToRetain, value, tornFileGraceMillis, asyncMaxLagVersions, inlineSstMaxBytes);
   }
 
   public StoreOptions withTornFileGraceMillis(long value) {
-    return new StoreOptions(minVersionsToRetain, snapshotInterval, value, asyncMaxLagVersions);
+    return new StoreOptions(
+        minVersionsToRetain, snapshotInterval, value, asyncMaxLagVersions, inlineSstMaxBytes);
   }
 
   /** {@code async} durability with at most {@code value} versions not yet durable; 0 = sync. */
   public StoreOptions withAsyncMaxLagVersions(int value) {
-    return new StoreOptions(minVersionsToRetain, snapshotInterval, tornFileGraceMillis, value);
+    return new StoreOptions(
+        minVersionsToRetain, snapshotInterval, tornFileGraceMillis, value, inlineSstMaxBytes);
+  }
+
+  /** Inline SSTs of at most {@code value} bytes in snapshot manifests; 0 shares every SST. */
+  public StoreOptions withInlineSstMaxBytes(long value) {
+    return new StoreOptions(
+        minVersionsToRetain, snapshotInterval, tornFileGraceMillis, asyncMaxLagVersions, value);
   }
 }

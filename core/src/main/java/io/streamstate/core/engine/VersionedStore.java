@@ -1171,10 +1171,11 @@ public final class VersionedStore implements AutoCloseable {
       throw new StreamStateException("Cannot list checkpoint " + checkpoint + ": " + e, e);
     }
     try {
+      Set<Path> inline = sstsToInline(files, confirmed);
       for (Path f : files) {
         String localName = f.getFileName().toString();
         long length = Files.size(f);
-        if (localName.endsWith(".sst")) {
+        if (localName.endsWith(".sst") && !inline.contains(f)) {
           String sharedName = confirmed.get(localName);
           if (sharedName != null && sharedName.endsWith("-" + length + ".sst")) {
             metrics.sstFilesReused.incrementAndGet();
@@ -1192,6 +1193,33 @@ public final class VersionedStore implements AutoCloseable {
       throw new StreamStateException("Cannot read checkpoint " + checkpoint + ": " + e, e);
     }
     return new SnapshotManifest(version, commitId, entries);
+  }
+
+  /**
+   * The new SSTs (in no confirmed snapshot) that go inline in the manifest: each of at most {@code
+   * inlineSstMaxBytes}, newest first (RocksDB numbers its files in order), while the manifest
+   * carries at most twice that. A small store then snapshots as one file, since a create costs more
+   * than a few MB of bytes on HDFS and S3; older SSTs, the likelier to live on, are shared once and
+   * reused by later snapshots, so what one snapshot copies inline stays bounded.
+   */
+  private Set<Path> sstsToInline(List<Path> files, Map<String, String> confirmed)
+      throws IOException {
+    long max = options.inlineSstMaxBytes();
+    Set<Path> inline = new HashSet<>();
+    long total = 0;
+    for (int i = files.size() - 1; i >= 0 && max > 0; i--) {
+      Path f = files.get(i);
+      String localName = f.getFileName().toString();
+      if (!localName.endsWith(".sst") || confirmed.containsKey(localName)) {
+        continue;
+      }
+      long length = Files.size(f);
+      if (length <= max && total + length <= 2 * max) {
+        inline.add(f);
+        total += length;
+      }
+    }
+    return inline;
   }
 
   private void uploadSst(String sharedName, Path file) throws IOException {

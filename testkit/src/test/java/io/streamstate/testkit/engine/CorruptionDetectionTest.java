@@ -72,7 +72,10 @@ class CorruptionDetectionTest {
   }
 
   private static final StoreOptions KEEP_ALL =
-      StoreOptions.defaults().withSnapshotInterval(4).withMinVersionsToRetain(1000);
+      StoreOptions.defaults()
+          .withSnapshotInterval(4)
+          .withMinVersionsToRetain(1000)
+          .withInlineSstMaxBytes(0); // damaged SSTs need SST files
 
   private static void damage(InMemoryStorage durable, String name, Damage d) {
     assertThat(durable.names()).contains(name);

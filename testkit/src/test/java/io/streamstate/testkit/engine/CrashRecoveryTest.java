@@ -39,7 +39,8 @@ class CrashRecoveryTest {
       StoreOptions.defaults()
           .withSnapshotInterval(3)
           .withMinVersionsToRetain(4)
-          .withTornFileGraceMillis(0);
+          .withTornFileGraceMillis(0)
+          .withInlineSstMaxBytes(0); // crashes between SST uploads need SST files
 
   @TempDir Path tmp;
   private static final RocksDbMemoryBudget budget = EngineFixture.BUDGET;
