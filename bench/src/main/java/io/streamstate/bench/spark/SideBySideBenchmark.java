@@ -203,6 +203,7 @@ public final class SideBySideBenchmark {
             .config("spark.hadoop.fs.simfs.impl", SimulatedFileSystem.class.getName())
             .config("spark.hadoop.fs.simfs.seed", Long.toString(42 + round))
             .config("spark.hadoop.fs.simfs.stallScale", Double.toString(settings.stallScale))
+            .config(extraConf(settings.confs))
             .getOrCreate();
     spark.sparkContext().setLogLevel("ERROR");
     Recorder recorder = new Recorder();
@@ -698,6 +699,12 @@ public final class SideBySideBenchmark {
       long rowsPerBatch,
       int batches) {}
 
+  private static org.apache.spark.SparkConf extraConf(Map<String, String> confs) {
+    org.apache.spark.SparkConf conf = new org.apache.spark.SparkConf(false);
+    confs.forEach(conf::set);
+    return conf;
+  }
+
   /** Mode and overrides. */
   static final class Settings {
     final List<String> args = new ArrayList<>();
@@ -720,6 +727,9 @@ public final class SideBySideBenchmark {
     long saturationRows = -1;
     int saturationBatches;
     double stallScale;
+
+    /** Extra session confs ({@code --conf k=v,k=v}), for every cell: to measure a knob. */
+    final Map<String, String> confs = new java.util.LinkedHashMap<>();
 
     static Settings parse(String[] argv) {
       Settings s = new Settings();
@@ -750,6 +760,15 @@ public final class SideBySideBenchmark {
           case "--matrix" -> s.matrix = v;
           case "--saturation-rows" -> s.saturationRows = Long.parseLong(v);
           case "--saturation-batches" -> s.saturationBatches = Integer.parseInt(v);
+          case "--conf" -> {
+            for (String kv : v.split(",")) {
+              int eq = kv.indexOf('=');
+              if (eq < 1) {
+                throw new IllegalArgumentException("--conf takes key=value[,key=value]: " + kv);
+              }
+              s.confs.put(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+            }
+          }
           default -> throw new IllegalArgumentException("Unknown argument " + a);
         }
         i++;
