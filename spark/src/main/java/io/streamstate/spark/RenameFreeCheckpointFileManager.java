@@ -14,6 +14,7 @@ import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -141,6 +142,22 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private final HedgedLogWrites hedges;
 
   /**
+   * The offset and commit log directories this manager writes entries into, each with every name
+   * this manager knows to be there: listed once when it first creates an entry there, plus the
+   * entries it created since. {@link #exists} answers "absent" for any other entry name without a
+   * request (two of Spark's per-batch requests). That is safe because Spark only ever asks before
+   * creating the entry: if another writer did create it meanwhile (a second query on the
+   * checkpoint), the create-if-absent fails, and Spark stops with the same "concurrent queries"
+   * error it would have raised from a "present" answer. Never used in single-writer mode, which has
+   * no create-if-absent to fall back on.
+   */
+  private final Map<Path, Set<String>> writtenLogDirs = new ConcurrentHashMap<>();
+
+  /** Times {@link #exists} answered from {@link #writtenLogDirs}, in this JVM (tests, metrics). */
+  private static final java.util.concurrent.atomic.AtomicLong EXISTS_ANSWERED_LOCALLY =
+      new java.util.concurrent.atomic.AtomicLong();
+
+  /**
    * The constructor Spark calls ({@code CheckpointFileManager.create}).
    *
    * @param path the directory this manager is for (a checkpoint, a log, a state directory)
@@ -205,11 +222,11 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     try {
       switch (method) {
         case LOCAL_EXCLUSIVE:
-          return createLocal(path, overwriteIfPossible);
+          return remembered(path, createLocal(path, overwriteIfPossible));
         case EXCLUSIVE_CREATE:
-          return createExclusive(path, overwriteIfPossible);
+          return remembered(path, createExclusive(path, overwriteIfPossible));
         case CONDITIONAL_CREATE:
-          return createConditional(path, overwriteIfPossible);
+          return remembered(path, createConditional(path, overwriteIfPossible));
         case SINGLE_WRITER:
           if (!overwriteIfPossible && fs.exists(path)) {
             throw new FileAlreadyExistsException(path + " already exists");
@@ -219,9 +236,46 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
           throw new IllegalStateException("Unexpected create method " + method);
       }
     } catch (IOException e) {
+      if (e instanceof FileAlreadyExistsException) {
+        remembered(path, null);
+      }
       // The trait declares no checked exceptions; Scala callers catch the IOException itself.
       throw sneakyThrow(e);
     }
+  }
+
+  /**
+   * Notes that a log entry's name is (or may be) taken, listing its directory the first time this
+   * manager writes there (see {@link #writtenLogDirs}); returns {@code out}.
+   */
+  private CancellableFSDataOutputStream remembered(Path path, CancellableFSDataOutputStream out) {
+    if (!isSparkLogEntry(path)) {
+      return out;
+    }
+    Path qualified = fs.makeQualified(path);
+    Path dir = qualified.getParent();
+    Set<String> names = writtenLogDirs.get(dir);
+    if (names == null) {
+      Set<String> listed = ConcurrentHashMap.newKeySet();
+      try {
+        if (local != null) {
+          try (java.util.stream.Stream<java.nio.file.Path> files =
+              Files.list(local.pathToFile(dir).toPath())) {
+            files.forEach(f -> listed.add(f.getFileName().toString()));
+          }
+        } else {
+          for (FileStatus f : fs.listStatus(dir)) {
+            listed.add(f.getPath().getName());
+          }
+        }
+      } catch (IOException | UncheckedIOException e) {
+        LOG.debug("Cannot list {}; exists() keeps asking the store: {}", dir, e.toString());
+        return out;
+      }
+      names = writtenLogDirs.computeIfAbsent(dir, d -> listed);
+    }
+    names.add(qualified.getName());
+    return out;
   }
 
   private CancellableFSDataOutputStream createLocal(Path path, boolean overwrite)
@@ -611,7 +665,20 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   @Override
   public boolean exists(Path path) {
+    if (!writtenLogDirs.isEmpty() && isSparkLogEntry(path)) {
+      Path qualified = fs.makeQualified(path);
+      Set<String> names = writtenLogDirs.get(qualified.getParent());
+      if (names != null && !names.contains(qualified.getName())) {
+        EXISTS_ANSWERED_LOCALLY.incrementAndGet();
+        return false;
+      }
+    }
     return delegate.exists(path);
+  }
+
+  /** Times {@link #exists} answered "absent" without a request, in this JVM. */
+  public static long existsAnsweredLocally() {
+    return EXISTS_ANSWERED_LOCALLY.get();
   }
 
   /**
@@ -624,6 +691,17 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
       delegate.delete(HedgedLogWrites.hedgePath(path));
     }
     delegate.delete(path);
+    if (!writtenLogDirs.isEmpty()) {
+      if (isSparkLogEntry(path)) {
+        Path qualified = fs.makeQualified(path);
+        Set<String> names = writtenLogDirs.get(qualified.getParent());
+        if (names != null) {
+          names.remove(qualified.getName());
+        }
+      } else {
+        writtenLogDirs.clear(); // a directory may have gone: list again when next writing
+      }
+    }
   }
 
   @Override

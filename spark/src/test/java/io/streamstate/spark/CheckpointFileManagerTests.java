@@ -140,6 +140,47 @@ abstract class CheckpointFileManagerTests {
     assertThat(read(fm, path)).isEqualTo(original);
   }
 
+  /**
+   * Spark asks whether the next log entry exists before it creates it; a manager that writes the
+   * log answers from what it listed and wrote, without a request. A second writer's entry still
+   * cannot be overwritten: the create-if-absent refuses it, as Spark needs.
+   */
+  @Test
+  void existsOfTheNextEntryCostsNoRequestAndAnotherWritersEntryStaysSafe() throws IOException {
+    Path log = new Path(root, "offsets");
+    byte[] zero = logEntry("zero", 100);
+    write(fm, new Path(log, "0"), zero, false);
+
+    long before = RenameFreeCheckpointFileManager.existsAnsweredLocally();
+    assertThat(fm.exists(new Path(log, "1"))).isFalse();
+    assertThat(RenameFreeCheckpointFileManager.existsAnsweredLocally() - before)
+        .as("answered without a request")
+        .isEqualTo(1);
+    assertThat(fm.exists(new Path(log, "0"))).isTrue();
+
+    // A second query on the checkpoint writes entry 1 meanwhile. This manager may still answer
+    // "absent", but its create of 1 fails and the other writer's entry stays as it was.
+    RenameFreeCheckpointFileManager other =
+        new RenameFreeCheckpointFileManager(root, independentClientConf());
+    byte[] theirs = logEntry("theirs", 200);
+    write(other, new Path(log, "1"), theirs, false);
+    assertThatThrownBy(() -> write(fm, new Path(log, "1"), logEntry("mine", 300), false))
+        .isInstanceOf(FileAlreadyExistsException.class);
+    assertThat(read(other, new Path(log, "1"))).isEqualTo(theirs);
+    assertThat(fm.exists(new Path(log, "1"))).as("learned from the refused create").isTrue();
+
+    // A manager that has not written into the log asks the store.
+    RenameFreeCheckpointFileManager reader = new RenameFreeCheckpointFileManager(root, conf());
+    assertThat(reader.exists(new Path(log, "1"))).isTrue();
+    assertThat(reader.exists(new Path(log, "2"))).isFalse();
+
+    // A deleted entry is absent; one in another log directory is asked for.
+    fm.delete(new Path(log, "0"));
+    assertThat(fm.exists(new Path(log, "0"))).isFalse();
+    write(other, new Path(root, "commits/0"), logEntry("commit", 50), false);
+    assertThat(fm.exists(new Path(root, "commits/0"))).isTrue();
+  }
+
   @Test
   void cancelLeavesNoFile() throws IOException {
     Path path = new Path(root, "offsets/3");
