@@ -268,6 +268,8 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
             listed.add(f.getPath().getName());
           }
         }
+      } catch (FileNotFoundException | java.nio.file.NoSuchFileException e) {
+        // No entry yet (on S3 the directory appears with the first entry's completion).
       } catch (IOException | UncheckedIOException e) {
         LOG.debug("Cannot list {}; exists() keeps asking the store: {}", dir, e.toString());
         return out;
