@@ -285,61 +285,59 @@ public final class SideBySideBenchmark {
       SparkSession spark, Recorder recorder, Settings settings, Path dir, int round)
       throws Exception {
     long t0 = System.nanoTime();
-    // Each workload once (code generation), the providers in turn (class and native loading).
-    List<Provider> providers = List.of(Provider.STREAMSTATE, Provider.HDFS, Provider.ROCKSDB);
-    for (int i = 0; i < Math.max(providers.size(), settings.workloads.size()); i++) {
-      Provider provider = providers.get(i % providers.size());
-      Workload w = settings.workloads.get(i % settings.workloads.size());
-      {
-        Cell cell =
-            new Cell(
-                "warmup-" + provider.label + "-" + w.label,
-                "warmup",
-                provider,
-                w,
-                10_000,
-                "local",
-                2_000,
-                3);
-        spark.conf().set("spark.sql.streaming.stateStore.providerClass", provider.className);
-        Path checkpoint = dir.resolve("checkpoints").resolve(cell.id() + "-r" + round);
-        runQuery(
-            spark,
-            recorder,
-            settings,
-            cell,
-            round,
-            checkpoint.toUri().toString(),
-            null,
-            "warmup",
-            3,
-            120_000,
-            null);
-        deleteRecursively(checkpoint);
-      }
+    // Each workload once (code generation), then every provider of the round at the matrix's
+    // first size for --warmup-batches batches (JIT of the hot paths at full batch size: with a
+    // short warm-up the first cells after it ran 1.5x slower for their whole run), in the
+    // round's order, on local disk.
+    List<Cell> cells = new ArrayList<>();
+    for (Workload w : settings.workloads) {
+      cells.add(
+          new Cell("warmup-" + w.label, "warmup", Provider.HDFS, w, 10_000, "local", 2_000, 3));
+    }
+    long keys = settings.keySizes.get(0);
+    for (int p = 0; p < settings.providers.size(); p++) {
+      Provider provider = settings.providers.get((p + round) % settings.providers.size());
+      cells.add(
+          new Cell(
+              "warmup-" + provider.label,
+              "warmup",
+              provider,
+              settings.workloads.get(0),
+              keys,
+              "local",
+              settings.rowsPerBatch(keys),
+              settings.warmupBatches));
+    }
+    for (Cell cell : cells) {
+      configureProvider(spark, cell.provider());
+      Path checkpoint = dir.resolve("checkpoints").resolve(cell.id() + "-r" + round);
+      runQuery(
+          spark,
+          recorder,
+          settings,
+          cell,
+          round,
+          checkpoint.toUri().toString(),
+          null,
+          "warmup",
+          cell.batches(),
+          120_000,
+          null);
+      deleteQuietly(checkpoint); // a stopped query's task may still be writing there
     }
     System.out.printf(
         "round %d warm-up: %d ms%n", round, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
   }
 
-  private static String runCell(
-      SparkSession spark,
-      Recorder recorder,
-      Settings settings,
-      Path dir,
-      int round,
-      Cell cell,
-      PrintWriter out)
-      throws Exception {
-    spark.conf().set("spark.sql.streaming.stateStore.providerClass", cell.provider.className);
+  /** The session confs of one provider label: its class, checkpoint file manager and variant. */
+  private static void configureProvider(SparkSession spark, Provider provider) {
+    spark.conf().set("spark.sql.streaming.stateStore.providerClass", provider.className);
     spark
         .conf()
-        .set(
-            "spark.sql.streaming.checkpointFileManagerClass",
-            cell.provider.checkpointFileManager());
+        .set("spark.sql.streaming.checkpointFileManagerClass", provider.checkpointFileManager());
     // Our provider's variants: the keys this one does not set are unset, so they take our
     // provider's defaults (and a variant never leaks into the next cell).
-    Map<String, String> variant = cell.provider.streamstateConfs();
+    Map<String, String> variant = provider.streamstateConfs();
     for (String key : Provider.STREAMSTATE_VARIANT_KEYS) {
       if (variant.containsKey(key)) {
         spark.conf().set(key, variant.get(key));
@@ -351,7 +349,19 @@ public final class SideBySideBenchmark {
         .conf()
         .set(
             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-            Boolean.toString(cell.provider.changelog));
+            Boolean.toString(provider.changelog));
+  }
+
+  private static String runCell(
+      SparkSession spark,
+      Recorder recorder,
+      Settings settings,
+      Path dir,
+      int round,
+      Cell cell,
+      PrintWriter out)
+      throws Exception {
+    configureProvider(spark, cell.provider());
     Path checkpointDir = dir.resolve("checkpoints").resolve(cell.id + "-r" + round);
     String authority = null;
     String checkpoint;
@@ -727,6 +737,7 @@ public final class SideBySideBenchmark {
     long saturationRows = -1;
     int saturationBatches;
     double stallScale;
+    int warmupBatches = 8;
 
     /** Extra session confs ({@code --conf k=v,k=v}), for every cell: to measure a knob. */
     final Map<String, String> confs = new java.util.LinkedHashMap<>();
@@ -760,6 +771,7 @@ public final class SideBySideBenchmark {
           case "--matrix" -> s.matrix = v;
           case "--saturation-rows" -> s.saturationRows = Long.parseLong(v);
           case "--saturation-batches" -> s.saturationBatches = Integer.parseInt(v);
+          case "--warmup-batches" -> s.warmupBatches = Integer.parseInt(v);
           case "--conf" -> {
             for (String kv : v.split(",")) {
               int eq = kv.indexOf('=');
