@@ -51,25 +51,6 @@ public record StoreOptions(
     }
   }
 
-  /** Options with every SST of at most the default size inline. */
-  public StoreOptions(
-      int minVersionsToRetain,
-      int snapshotInterval,
-      long tornFileGraceMillis,
-      int asyncMaxLagVersions) {
-    this(
-        minVersionsToRetain,
-        snapshotInterval,
-        tornFileGraceMillis,
-        asyncMaxLagVersions,
-        DEFAULT_INLINE_SST_MAX_BYTES);
-  }
-
-  /** Options with {@code sync} durability. */
-  public StoreOptions(int minVersionsToRetain, int snapshotInterval, long tornFileGraceMillis) {
-    this(minVersionsToRetain, snapshotInterval, tornFileGraceMillis, 0);
-  }
-
   public static StoreOptions defaults() {
     return new StoreOptions(100, 10, 120_000, 0, DEFAULT_INLINE_SST_MAX_BYTES);
   }

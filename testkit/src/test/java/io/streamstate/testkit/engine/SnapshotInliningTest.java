@@ -36,8 +36,7 @@ class SnapshotInliningTest {
       assertThat(store.metrics().snapshot().sstFilesUploaded()).isZero();
     }
     // Only the snapshot is left to restore from: the state must come out of its inline SSTs.
-    durable.names().stream().filter(n -> n.startsWith("changelog/")).forEach(durable::delete);
-    try (VersionedStore fresh = open(durable, StoreOptions.defaults(), "b");
+    try (VersionedStore fresh = reopenFromSnapshotsAlone(durable, StoreOptions.defaults());
         StateTransaction tx = fresh.begin(5)) {
       assertState(tx, 5);
     }
@@ -57,8 +56,7 @@ class SnapshotInliningTest {
       }
       assertThat(ssts(durable)).isEmpty();
     }
-    durable.names().stream().filter(n -> n.startsWith("changelog/")).forEach(durable::delete);
-    try (VersionedStore fresh = open(durable, StoreOptions.defaults(), "b");
+    try (VersionedStore fresh = reopenFromSnapshotsAlone(durable, StoreOptions.defaults());
         StateTransaction tx = fresh.begin(15)) {
       assertState(tx, 15);
     }
@@ -97,8 +95,7 @@ class SnapshotInliningTest {
       assertThat(store.metrics().snapshot().sstFilesReused()).isEqualTo(1);
       assertThat(store.metrics().snapshot().sstFilesUploaded()).isEqualTo(1);
     }
-    durable.names().stream().filter(n -> n.startsWith("changelog/")).forEach(durable::delete);
-    try (VersionedStore fresh = open(durable, options, "b");
+    try (VersionedStore fresh = reopenFromSnapshotsAlone(durable, options);
         StateTransaction tx = fresh.begin(2)) {
       assertThat(EngineFixture.contents(tx)).isEqualTo(expected);
     }
@@ -118,6 +115,12 @@ class SnapshotInliningTest {
 
   private VersionedStore open(InMemoryStorage durable, StoreOptions options, String local) {
     return VersionedStore.open("s", durable, "", tmp.resolve(local), options, EngineFixture.BUDGET);
+  }
+
+  /** A new process's store, with the changelogs gone: its state can only come from snapshots. */
+  private VersionedStore reopenFromSnapshotsAlone(InMemoryStorage durable, StoreOptions options) {
+    durable.names().stream().filter(n -> n.startsWith("changelog/")).forEach(durable::delete);
+    return open(durable, options, "b");
   }
 
   private static void commit(VersionedStore store, long from, long to) {
