@@ -54,6 +54,31 @@ final class LocalDb implements AutoCloseable {
 
   private boolean closed;
 
+  /**
+   * Every open instance. Spark never closes state store providers when a session stops, so
+   * executors exit with their RocksDB instances open; a flush or compaction still running while the
+   * process's native destructors run then crashes the JVM (SIGSEGV or abort, exit code 134). A
+   * shutdown hook stops their background work first.
+   */
+  private static final Set<LocalDb> OPEN = ConcurrentHashMap.newKeySet();
+
+  static {
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(LocalDb::stopBackgroundWorkOfOpenInstances, "streamstate-exit"));
+  }
+
+  /** Waits for running flushes and compactions of every open instance and schedules no more. */
+  static void stopBackgroundWorkOfOpenInstances() {
+    for (LocalDb local : OPEN) {
+      synchronized (local) {
+        if (!local.closed) {
+          local.db.cancelAllBackgroundWork(true);
+        }
+      }
+    }
+  }
+
   private LocalDb(String storeName, Path dir, RocksDbMemoryBudget budget) {
     this.storeName = storeName;
     this.dir = dir;
@@ -102,6 +127,7 @@ final class LocalDb implements AutoCloseable {
     for (int i = 0; i < names.size(); i++) {
       families.put(names.get(i), handles.get(i));
     }
+    OPEN.add(this);
   }
 
   /** Opens (or creates) the instance in {@code dir}. */
@@ -306,11 +332,12 @@ final class LocalDb implements AutoCloseable {
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
     if (closed) {
       return;
     }
     closed = true;
+    OPEN.remove(this);
     List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());
     families.clear();
     for (ColumnFamilyHandle h : handles) {
