@@ -96,7 +96,16 @@ final class LocalDb implements AutoCloseable {
             .setBlockCache(budget.cache())
             .setCacheIndexAndFilterBlocks(true)
             .setPinL0FilterAndIndexBlocksInCache(true)
-            .setFilterPolicy(bloomFilter);
+            .setFilterPolicy(bloomFilter)
+            // Partitioned index and filters: with a state much larger than the memory budget,
+            // a whole-file filter or index evicted from the cache is read back in full (MBs) on
+            // the next point read; partitions are read a block at a time, and their top level
+            // stays pinned.
+            .setIndexType(org.rocksdb.IndexType.kTwoLevelIndexSearch)
+            .setPartitionFilters(true)
+            .setMetadataBlockSize(4096)
+            .setPinTopLevelIndexAndFilter(true)
+            .setCacheIndexAndFilterBlocksWithHighPriority(true);
     this.familyOptions =
         new ColumnFamilyOptions()
             .setTableFormatConfig(table)
