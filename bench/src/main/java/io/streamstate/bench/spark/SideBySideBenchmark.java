@@ -98,6 +98,8 @@ public final class SideBySideBenchmark {
                 "batchId",
                 "triggerMs",
                 "addBatchMs",
+                "walCommitMs",
+                "commitOffsetsMs",
                 "commitMs",
                 "stateRows",
                 "inputRows",
@@ -567,6 +569,9 @@ public final class SideBySideBenchmark {
       row.put("batchId", p.batchId());
       row.put("triggerMs", d.getOrDefault("triggerExecution", 0L));
       row.put("addBatchMs", d.getOrDefault("addBatch", 0L));
+      // Spark's own log writes, timed by Spark: offsets/N before the batch, commits/N after it.
+      row.put("walCommitMs", d.getOrDefault("walCommit", 0L));
+      row.put("commitOffsetsMs", d.getOrDefault("commitOffsets", 0L));
       long commit = 0;
       long stateRows = 0;
       for (StateOperatorProgress op : p.stateOperators()) {

@@ -194,11 +194,12 @@ class BadConfigurationIT {
   }
 
   /**
-   * Known gap: Spark skips the value-schema check for streaming aggregation (it sets {@code
-   * spark.sql.streaming.stateStore.formatValidation.checkValue=false} for that operator), and the
-   * provider does not record the value schema itself, so this restart is not refused. Enable once
-   * the provider (or the engine) keeps the schema it was created with and compares it in {@code
-   * init}.
+   * Known gap, shared with Spark's own providers: this restart is not refused. Measured on
+   * 2026-11-30 with Spark 4.2: the same restart with the HDFS-backed provider is accepted too, so
+   * Spark's own state schema check does not catch this change of the aggregation's value schema (it
+   * disables the value check only for deduplication, so the cause lies elsewhere; not traced).
+   * Enable once the provider (or the engine) keeps the value schema it was created with and
+   * compares it when a store is loaded.
    */
   @Disabled("known gap: a changed aggregation value schema is not refused (see the comment)")
   @Test
