@@ -64,7 +64,7 @@ public final class SegmentCatalog {
 
   private final Storage storage;
   private final Map<String, Segment.Index> indexes = new ConcurrentHashMap<>();
-  private final LinkedHashMap<String, Segment> decoded = new LinkedHashMap<>(16, 0.75f, true);
+  private final LinkedHashMap<String, Decoded> decoded = new LinkedHashMap<>(16, 0.75f, true);
   private long decodedBytes;
   private final ReentrantLock sweepLock = new ReentrantLock();
   private volatile long lastSweepMillis;
@@ -168,12 +168,13 @@ public final class SegmentCatalog {
    * @throws CorruptFileException the segment does not verify, or holds no such member
    */
   public Changelog member(String name, String storePrefix, long commitId) {
-    Segment segment = decoded(name);
+    Decoded d = decoded(name);
+    Segment segment = d.segment();
     String location = FramedFile.location(storage, name);
     for (Segment.Member m : segment.members()) {
       if (m.storePrefix().equals(storePrefix) && m.commitId() == commitId) {
         String where = location + " (member " + storePrefix + ")";
-        Changelog changelog = Changelog.decode(m.changelog(), where);
+        Changelog changelog = Changelog.decodeStored(m.changelog(), d.formatVersion(), where);
         if (changelog.version() != segment.version()
             || changelog.commitId() != commitId
             || changelog.parentId() != m.parentId()) {
@@ -191,28 +192,31 @@ public final class SegmentCatalog {
             + storePrefix);
   }
 
-  private Segment decoded(String name) {
+  /** A verified segment and the format version that says how its members store changes. */
+  private record Decoded(Segment segment, int formatVersion) {}
+
+  private Decoded decoded(String name) {
     synchronized (decoded) {
-      Segment s = decoded.get(name);
-      if (s != null) {
-        return s;
+      Decoded d = decoded.get(name);
+      if (d != null) {
+        return d;
       }
     }
     String location = FramedFile.location(storage, name);
-    byte[] payload = FramedFile.readPayload(storage, name, FileKind.SEGMENT);
-    Segment segment = Segment.decode(payload, location);
+    FramedFile.Payload payload = FramedFile.read(storage, name, FileKind.SEGMENT);
+    Decoded d = new Decoded(Segment.decode(payload.bytes(), location), payload.formatVersion());
     synchronized (decoded) {
-      if (decoded.put(name, segment) == null) {
-        decodedBytes += payload.length;
+      if (decoded.put(name, d) == null) {
+        decodedBytes += payload.bytes().length;
       }
       var it = decoded.entrySet().iterator();
       while (decodedBytes > MAX_CACHED_SEGMENT_BYTES && decoded.size() > 1 && it.hasNext()) {
         var eldest = it.next();
-        decodedBytes -= bytesOf(eldest.getValue());
+        decodedBytes -= bytesOf(eldest.getValue().segment());
         it.remove();
       }
     }
-    return segment;
+    return d;
   }
 
   private static long bytesOf(Segment s) {
@@ -319,9 +323,9 @@ public final class SegmentCatalog {
       for (String name : toDelete) {
         indexes.remove(name);
         synchronized (decoded) {
-          Segment s = decoded.remove(name);
-          if (s != null) {
-            decodedBytes -= bytesOf(s);
+          Decoded d = decoded.remove(name);
+          if (d != null) {
+            decodedBytes -= bytesOf(d.segment());
           }
         }
       }
@@ -468,9 +472,10 @@ public final class SegmentCatalog {
   private Long readParent(Candidate c) {
     try {
       String location = FramedFile.location(storage, c.changelog().name());
+      FramedFile.Payload payload =
+          FramedFile.read(storage, c.changelog().name(), FileKind.CHANGELOG);
       Changelog changelog =
-          Changelog.decode(
-              FramedFile.readPayload(storage, c.changelog().name(), FileKind.CHANGELOG), location);
+          Changelog.decodeStored(payload.bytes(), payload.formatVersion(), location);
       return changelog.commitId() == c.commitId() ? changelog.parentId() : null;
     } catch (CorruptFileException | MissingFileException unusable) {
       return null;

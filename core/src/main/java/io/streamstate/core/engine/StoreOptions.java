@@ -1,5 +1,8 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.format.Changelog;
+import java.util.Objects;
+
 /**
  * Tuning of one store. Every field has a default ({@link #defaults()}); the Spark adapter maps its
  * configuration keys onto these.
@@ -20,16 +23,20 @@ package io.streamstate.core.engine;
  *     many bytes inside its manifest instead of as a shared file of its own, newest first, while
  *     the manifest carries at most twice this; so a small store snapshots as one file, and what a
  *     snapshot copies inline stays bounded. 0 makes every SST a shared file (default 2 MiB)
+ * @param changelogCodec how commits store their changes in changelogs and segments (default {@link
+ *     Changelog.Codec#DEFLATE}); readers need no setting, each payload names its codec
  */
 public record StoreOptions(
     int minVersionsToRetain,
     int snapshotInterval,
     long tornFileGraceMillis,
     int asyncMaxLagVersions,
-    long inlineSstMaxBytes) {
+    long inlineSstMaxBytes,
+    Changelog.Codec changelogCodec) {
   public static final long DEFAULT_INLINE_SST_MAX_BYTES = 2L << 20;
 
   public StoreOptions {
+    Objects.requireNonNull(changelogCodec, "changelogCodec");
     if (minVersionsToRetain < 1) {
       throw new IllegalArgumentException(
           "minVersionsToRetain must be >= 1: " + minVersionsToRetain);
@@ -52,7 +59,8 @@ public record StoreOptions(
   }
 
   public static StoreOptions defaults() {
-    return new StoreOptions(100, 10, 120_000, 0, DEFAULT_INLINE_SST_MAX_BYTES);
+    return new StoreOptions(
+        100, 10, 120_000, 0, DEFAULT_INLINE_SST_MAX_BYTES, Changelog.Codec.DEFLATE);
   }
 
   public boolean isAsync() {
@@ -61,28 +69,64 @@ public record StoreOptions(
 
   public StoreOptions withMinVersionsToRetain(int value) {
     return new StoreOptions(
-        value, snapshotInterval, tornFileGraceMillis, asyncMaxLagVersions, inlineSstMaxBytes);
+        value,
+        snapshotInterval,
+        tornFileGraceMillis,
+        asyncMaxLagVersions,
+        inlineSstMaxBytes,
+        changelogCodec);
   }
 
   public StoreOptions withSnapshotInterval(int value) {
     return new StoreOptions(
-        minVersionsToRetain, value, tornFileGraceMillis, asyncMaxLagVersions, inlineSstMaxBytes);
+        minVersionsToRetain,
+        value,
+        tornFileGraceMillis,
+        asyncMaxLagVersions,
+        inlineSstMaxBytes,
+        changelogCodec);
   }
 
   public StoreOptions withTornFileGraceMillis(long value) {
     return new StoreOptions(
-        minVersionsToRetain, snapshotInterval, value, asyncMaxLagVersions, inlineSstMaxBytes);
+        minVersionsToRetain,
+        snapshotInterval,
+        value,
+        asyncMaxLagVersions,
+        inlineSstMaxBytes,
+        changelogCodec);
   }
 
   /** {@code async} durability with at most {@code value} versions not yet durable; 0 = sync. */
   public StoreOptions withAsyncMaxLagVersions(int value) {
     return new StoreOptions(
-        minVersionsToRetain, snapshotInterval, tornFileGraceMillis, value, inlineSstMaxBytes);
+        minVersionsToRetain,
+        snapshotInterval,
+        tornFileGraceMillis,
+        value,
+        inlineSstMaxBytes,
+        changelogCodec);
   }
 
   /** Inline SSTs of at most {@code value} bytes in snapshot manifests; 0 shares every SST. */
   public StoreOptions withInlineSstMaxBytes(long value) {
     return new StoreOptions(
-        minVersionsToRetain, snapshotInterval, tornFileGraceMillis, asyncMaxLagVersions, value);
+        minVersionsToRetain,
+        snapshotInterval,
+        tornFileGraceMillis,
+        asyncMaxLagVersions,
+        value,
+        changelogCodec);
+  }
+
+  /** How commits store their changes; {@link Changelog.Codec#NONE} spends no CPU on it. */
+  public StoreOptions withChangelogCodec(Changelog.Codec value) {
+    return new StoreOptions(
+        minVersionsToRetain,
+        snapshotInterval,
+        tornFileGraceMillis,
+        asyncMaxLagVersions,
+        inlineSstMaxBytes,
+        value);
   }
 }

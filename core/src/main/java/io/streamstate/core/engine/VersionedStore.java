@@ -310,7 +310,9 @@ public final class VersionedStore implements AutoCloseable {
       long commitId = CommitIds.next();
       // c1: the changes as one changelog payload, naming the commit it builds on.
       Changelog changelog = tx.toChangelog(newVersion, commitId, localId);
-      byte[] payload = changelog.encode();
+      // Compressed here, on the committing thread: in a group commit each member is compressed by
+      // its own task, in parallel, before it joins.
+      byte[] payload = changelog.encodeStored(options.changelogCodec());
       // c2: publish it under an attempt-unique name: the one durable step. In async durability
       // the upload is queued instead (and this waits while the lag is at its maximum).
       long written;
@@ -831,7 +833,7 @@ public final class VersionedStore implements AutoCloseable {
     for (long v = durable + 1; v <= version; v++) {
       long commitId = CommitIds.next();
       Changelog bridge = new Changelog(v, commitId, localId, List.of(), List.of());
-      publishChangelog(v, commitId, bridge.encode());
+      publishChangelog(v, commitId, bridge.encodeStored(options.changelogCodec()));
       db.apply(bridge);
       localVersion = v;
       localId = commitId;
@@ -928,8 +930,9 @@ public final class VersionedStore implements AutoCloseable {
   /** Reads and checks one changelog: it must hold the version and commit id its name says. */
   private Changelog readChangelog(StoreLayout.ChangelogName n) {
     String location = FramedFile.location(storage, n.name());
+    FramedFile.Payload payload = FramedFile.read(storage, n.name(), FileKind.CHANGELOG);
     Changelog changelog =
-        Changelog.decode(FramedFile.readPayload(storage, n.name(), FileKind.CHANGELOG), location);
+        Changelog.decodeStored(payload.bytes(), payload.formatVersion(), location);
     checkHoldsWhatItsNameSays(
         location, n.version(), n.commitId(), changelog.version(), changelog.commitId());
     return changelog;

@@ -31,15 +31,29 @@ import java.util.zip.CRC32C;
  * decide whether that file may be treated as absent.
  */
 public final class FramedFile {
-  /** The only format version this release writes and reads. */
-  public static final int FORMAT_VERSION = 1;
-
   public static final int HEADER_LENGTH = 8;
   public static final int FOOTER_LENGTH = 16;
   static final byte[] HEADER_MAGIC = {'S', 'S', 'T', 'F'};
   static final byte[] FOOTER_MAGIC = {'F', 'T', 'S', 'S'};
 
   private FramedFile() {}
+
+  /** A verified payload and the format version of the file it came from. */
+  public record Payload(int formatVersion, byte[] bytes) {}
+
+  /**
+   * The format version this release writes files of {@code kind} in. Version 2 changed only the
+   * changelog payload (a codec in front, docs/format.md "Changelog"), which changelog files and
+   * segment members carry; every other kind is still written, and only read, in version 1.
+   */
+  public static int writtenVersion(FileKind kind) {
+    return kind == FileKind.CHANGELOG || kind == FileKind.SEGMENT ? 2 : 1;
+  }
+
+  /** The newest format version of {@code kind} this release reads (each reads back to 1). */
+  static int newestReadable(FileKind kind) {
+    return writtenVersion(kind);
+  }
 
   /** A content writer that frames {@code payload}. */
   public static ContentWriter writer(FileKind kind, byte[] payload) {
@@ -95,13 +109,21 @@ public final class FramedFile {
    * @throws io.streamstate.core.error.MissingFileException the file is absent
    */
   public static byte[] readPayload(Storage storage, String name, FileKind expected) {
+    return read(storage, name, expected).bytes();
+  }
+
+  /**
+   * As {@link #readPayload}, with the file's format version, for kinds whose payload layout depends
+   * on it (changelogs and segments).
+   */
+  public static Payload read(Storage storage, String name, FileKind expected) {
     byte[] bytes;
     try (InputStream in = storage.open(name)) {
       bytes = in.readAllBytes();
     } catch (IOException e) {
       throw new RetryableException("Cannot read " + location(storage, name) + ": " + e, e);
     }
-    return unframe(bytes, expected, location(storage, name));
+    return unframeVersioned(bytes, expected, location(storage, name));
   }
 
   /**
@@ -110,6 +132,11 @@ public final class FramedFile {
    * @param location how to name the file in errors
    */
   public static byte[] unframe(byte[] bytes, FileKind expected, String location) {
+    return unframeVersioned(bytes, expected, location).bytes();
+  }
+
+  /** As {@link #unframe}, with the file's format version. */
+  public static Payload unframeVersioned(byte[] bytes, FileKind expected, String location) {
     if (bytes.length < HEADER_LENGTH + FOOTER_LENGTH) {
       throw new CorruptFileException(
           location
@@ -125,8 +152,9 @@ public final class FramedFile {
     CRC32C crc = new CRC32C();
     crc.update(bytes, 0, (int) (HEADER_LENGTH + payloadLength));
     checkCrc(footer, crc.getValue(), location);
-    checkHeader(bytes, expected, location);
-    return Arrays.copyOfRange(bytes, HEADER_LENGTH, (int) (HEADER_LENGTH + payloadLength));
+    int version = checkHeader(bytes, expected, location);
+    return new Payload(
+        version, Arrays.copyOfRange(bytes, HEADER_LENGTH, (int) (HEADER_LENGTH + payloadLength)));
   }
 
   /**
@@ -289,22 +317,25 @@ public final class FramedFile {
     }
   }
 
-  private static void checkHeader(byte[] header, FileKind expected, String location) {
+  /** Checks magic, version and kind; returns the format version. */
+  private static int checkHeader(byte[] header, FileKind expected, String location) {
     if (!Arrays.equals(header, 0, 4, HEADER_MAGIC, 0, 4)) {
       throw new CorruptFileException(
           location + " is corrupt: bad header magic; not a streamstate file");
     }
     int version = header[4] & 0xFF;
-    if (version != FORMAT_VERSION) {
+    FileKind kind = FileKind.fromCode(header[5] & 0xFF);
+    // A kind this release knows answers for its own versions; an unknown kind is checked below.
+    int newest = newestReadable(kind == null ? expected : kind);
+    if (version < 1 || version > newest) {
       throw new UnsupportedException(
           location
               + " has format version "
               + version
-              + "; this release reads version "
-              + FORMAT_VERSION
+              + "; this release reads "
+              + (newest == 1 ? "version 1" : "versions 1 to " + newest)
               + ". Was it written by a newer streamstate? Upgrade to read it.");
     }
-    FileKind kind = FileKind.fromCode(header[5] & 0xFF);
     if (kind != expected) {
       throw new CorruptFileException(
           location
@@ -313,6 +344,7 @@ public final class FramedFile {
               + " file but its header says "
               + (kind == null ? "unknown kind " + (header[5] & 0xFF) : kind.toString()));
     }
+    return version;
   }
 
   private static byte[] header(FileKind kind) {
@@ -321,7 +353,7 @@ public final class FramedFile {
       HEADER_MAGIC[1],
       HEADER_MAGIC[2],
       HEADER_MAGIC[3],
-      (byte) FORMAT_VERSION,
+      (byte) writtenVersion(kind),
       (byte) kind.code(),
       0,
       0

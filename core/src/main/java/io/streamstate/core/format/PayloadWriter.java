@@ -63,6 +63,14 @@ public final class PayloadWriter {
     return this;
   }
 
+  /** The bytes as they are, without a length. */
+  public PayloadWriter writeRaw(byte[] bytes) {
+    ensure(bytes.length);
+    System.arraycopy(bytes, 0, buf, size, bytes.length);
+    size += bytes.length;
+    return this;
+  }
+
   public PayloadWriter writeString(String s) {
     return writeBytes(s.getBytes(StandardCharsets.UTF_8));
   }

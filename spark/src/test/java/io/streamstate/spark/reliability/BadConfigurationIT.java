@@ -147,7 +147,7 @@ class BadConfigurationIT {
               .max(java.util.Comparator.comparingLong(CorruptionIT::versionOf))
               .orElseThrow();
     }
-    rewriteFormatVersion(changelog, 2);
+    rewriteFormatVersion(changelog, 3);
 
     String text =
         failureText(
@@ -160,7 +160,7 @@ class BadConfigurationIT {
 
     assertThat(text)
         .contains(checkpoint.relativize(changelog).toString())
-        .contains("has format version 2; this release reads version 1")
+        .contains("has format version 3; this release reads versions 1 to 2")
         .contains("Upgrade");
   }
 
