@@ -625,6 +625,9 @@ public final class SideBySideBenchmark {
     /** Ours with our rename-free checkpoint file manager for Spark's logs (hedged on HDFS-like). */
     STREAMSTATE_RFLOGS(
         "streamstate-rflogs", "io.streamstate.spark.StreamStateProvider", false, false),
+    /** {@code streamstate-rflogs} with uncompressed changelogs: what compression buys. */
+    STREAMSTATE_RFLOGS_RAW(
+        "streamstate-rflogs-raw", "io.streamstate.spark.StreamStateProvider", false, false),
     HDFS(
         "hdfs",
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -648,9 +651,12 @@ public final class SideBySideBenchmark {
     static final String GROUP_COMMIT_ENABLED =
         "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
 
+    static final String CHANGELOG_CODEC =
+        "spark.sql.streaming.stateStore.streamstate.changelog.codec";
+
     /** The SQL confs the variants set; each cell sets its own and unsets the others. */
     static final List<String> STREAMSTATE_VARIANT_KEYS =
-        List.of(HEDGE_ENABLED, GROUP_COMMIT_ENABLED);
+        List.of(HEDGE_ENABLED, GROUP_COMMIT_ENABLED, CHANGELOG_CODEC);
 
     static Provider byLabel(String label) {
       for (Provider p : values()) {
@@ -669,6 +675,7 @@ public final class SideBySideBenchmark {
       return switch (this) {
         case STREAMSTATE_NOHEDGE -> Map.of(HEDGE_ENABLED, "false");
         case STREAMSTATE_NOGROUP -> Map.of(GROUP_COMMIT_ENABLED, "false");
+        case STREAMSTATE_RFLOGS_RAW -> Map.of(CHANGELOG_CODEC, "none");
         default -> Map.of();
       };
     }
@@ -677,12 +684,13 @@ public final class SideBySideBenchmark {
     boolean onRequestOnly() {
       return this == STREAMSTATE_NOHEDGE
           || this == STREAMSTATE_NOGROUP
-          || this == STREAMSTATE_RFLOGS;
+          || this == STREAMSTATE_RFLOGS
+          || this == STREAMSTATE_RFLOGS_RAW;
     }
 
     /** The checkpoint file manager of Spark's own logs for this label. */
     String checkpointFileManager() {
-      return this == STREAMSTATE_RFLOGS
+      return this == STREAMSTATE_RFLOGS || this == STREAMSTATE_RFLOGS_RAW
           ? "io.streamstate.spark.RenameFreeCheckpointFileManager"
           : SPARK_FILE_SYSTEM_MANAGER;
     }
