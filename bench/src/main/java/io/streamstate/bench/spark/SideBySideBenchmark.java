@@ -105,6 +105,8 @@ public final class SideBySideBenchmark {
                 "inputRows",
                 "heapMb",
                 "heapAfterGcMb",
+                "heapCommittedMb",
+                "nonHeapCommittedMb",
                 "rssMb"
               },
               OP_COUNTERS,
@@ -504,13 +506,17 @@ public final class SideBySideBenchmark {
   /**
    * Forces a full GC ({@code System.gc()}; G1 collects fully unless told otherwise) and reads the
    * heap used after it and the process's resident set ({@code VmRSS} of /proc/self/status: heap,
-   * RocksDB's native memory, code, threads, everything).
+   * RocksDB's native memory, code, threads, everything). The JVM's committed heap and non-heap
+   * (metaspace, code cache) are recorded too: what the resident set holds beyond them is native
+   * memory the JVM does not manage, RocksDB's among it.
    */
   static Map<String, Object> sampleMemory() {
     System.gc();
     Map<String, Object> m = new HashMap<>();
-    m.put(
-        "heapAfterGcMb", ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed() >> 20);
+    var memory = ManagementFactory.getMemoryMXBean();
+    m.put("heapAfterGcMb", memory.getHeapMemoryUsage().getUsed() >> 20);
+    m.put("heapCommittedMb", memory.getHeapMemoryUsage().getCommitted() >> 20);
+    m.put("nonHeapCommittedMb", memory.getNonHeapMemoryUsage().getCommitted() >> 20);
     m.put("rssMb", residentSetKb() >> 10);
     return m;
   }

@@ -13,6 +13,7 @@ class SideBySideBenchmarkTest {
   private static final String GROUP_COMMIT =
       "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
   private static final String HEDGE = "spark.sql.streaming.stateStore.streamstate.hedge.enabled";
+  private static final String CODEC = "spark.sql.streaming.stateStore.streamstate.changelog.codec";
 
   @Test
   void theVariantsOfOursRunOnlyWhenNamed() {
@@ -50,10 +51,22 @@ class SideBySideBenchmarkTest {
     assertThat(Provider.STREAMSTATE.streamstateConfs()).isEmpty();
     assertThat(Provider.NO_DURABILITY.streamstateConfs()).isEmpty();
     // Each cell sets its variant's keys and unsets the rest of these.
-    assertThat(Provider.STREAMSTATE_VARIANT_KEYS).containsExactlyInAnyOrder(HEDGE, GROUP_COMMIT);
+    assertThat(Provider.STREAMSTATE_VARIANT_KEYS)
+        .containsExactlyInAnyOrder(HEDGE, GROUP_COMMIT, CODEC);
     for (Provider any : Provider.values()) {
       assertThat(Provider.STREAMSTATE_VARIANT_KEYS).containsAll(any.streamstateConfs().keySet());
     }
+  }
+
+  @Test
+  void rawIsOurFullConfigurationWithUncompressedChangelogs() {
+    Provider raw = Provider.byLabel("streamstate-rflogs-raw");
+    assertThat(raw.streamstateConfs()).isEqualTo(Map.of(CODEC, "none"));
+    assertThat(raw.checkpointFileManager())
+        .isEqualTo(Provider.STREAMSTATE_RFLOGS.checkpointFileManager())
+        .isEqualTo("io.streamstate.spark.RenameFreeCheckpointFileManager");
+    assertThat(Provider.STREAMSTATE_RFLOGS.streamstateConfs()).isEmpty();
+    assertThat(raw.onRequestOnly()).isTrue();
   }
 
   @Test
@@ -62,6 +75,7 @@ class SideBySideBenchmarkTest {
     assertThat(SideBySideBenchmark.CSV_COLUMNS)
         .contains(counters.keySet().toArray(new String[0]))
         .contains("stateMetadataOps", "stateCreate", "stateList")
+        .contains("walCommitMs", "commitOffsetsMs", "heapCommittedMb", "nonHeapCommittedMb")
         .doesNotHaveDuplicates();
   }
 }
