@@ -107,7 +107,14 @@ public final class SideBySideBenchmark {
                 "heapAfterGcMb",
                 "heapCommittedMb",
                 "nonHeapCommittedMb",
-                "rssMb"
+                "rssMb",
+                "rssAnonMb",
+                "rssFileMb",
+                "directBufferMb",
+                "rocksdbCacheMb",
+                "rocksdbPinnedMb",
+                "rocksdbMemtableMb",
+                "rocksdbTableReaderMb"
               },
               OP_COUNTERS,
               new String[] {"sinceStartMs"})
@@ -518,14 +525,33 @@ public final class SideBySideBenchmark {
     m.put("heapCommittedMb", memory.getHeapMemoryUsage().getCommitted() >> 20);
     m.put("nonHeapCommittedMb", memory.getNonHeapMemoryUsage().getCommitted() >> 20);
     m.put("rssMb", residentSetKb() >> 10);
+    m.put("rssAnonMb", statusKb("RssAnon:") >> 10);
+    m.put("rssFileMb", statusKb("RssFile:") >> 10);
+    long direct = 0;
+    for (var pool :
+        ManagementFactory.getPlatformMXBeans(java.lang.management.BufferPoolMXBean.class)) {
+      direct += pool.getName().equals("direct") ? pool.getMemoryUsed() : 0;
+    }
+    m.put("directBufferMb", direct >> 20);
+    // RocksDB's own account (zero for the built-in providers, which open no RocksDB of ours).
+    Map<String, Long> rocks = io.streamstate.core.engine.RocksDbMemoryBudget.processUsage();
+    m.put("rocksdbCacheMb", rocks.getOrDefault("blockCacheBytes", 0L) >> 20);
+    m.put("rocksdbPinnedMb", rocks.getOrDefault("blockCachePinnedBytes", 0L) >> 20);
+    m.put("rocksdbMemtableMb", rocks.getOrDefault("memtableBytes", 0L) >> 20);
+    m.put("rocksdbTableReaderMb", rocks.getOrDefault("tableReaderBytes", 0L) >> 20);
     return m;
   }
 
   /** {@code VmRSS} in kB, or -1 where /proc is not there. */
   static long residentSetKb() {
+    return statusKb("VmRSS:");
+  }
+
+  /** A kB field of /proc/self/status ({@code VmRSS:}, {@code RssAnon:}), or -1. */
+  static long statusKb(String field) {
     try {
       for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-        if (line.startsWith("VmRSS:")) {
+        if (line.startsWith(field)) {
           return Long.parseLong(line.replaceAll("[^0-9]", ""));
         }
       }

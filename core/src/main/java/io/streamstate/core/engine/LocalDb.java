@@ -68,6 +68,31 @@ final class LocalDb implements AutoCloseable {
             new Thread(LocalDb::stopBackgroundWorkOfOpenInstances, "streamstate-exit"));
   }
 
+  /**
+   * A RocksDB integer property summed over the column families of every open instance (for
+   * diagnostics: {@link RocksDbMemoryBudget#processUsage()}). Each instance is read under its lock,
+   * so none closes while it is read.
+   */
+  static long sumOverOpenInstances(String property) {
+    long n = 0;
+    for (LocalDb local : OPEN) {
+      synchronized (local) {
+        if (!local.closed) {
+          try {
+            n += local.db.getAggregatedLongProperty(property);
+          } catch (RocksDBException e) {
+            // a property this build does not know: nothing to add
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  static int openInstances() {
+    return OPEN.size();
+  }
+
   /** Waits for running flushes and compactions of every open instance and schedules no more. */
   static void stopBackgroundWorkOfOpenInstances() {
     for (LocalDb local : OPEN) {

@@ -1,5 +1,7 @@
 package io.streamstate.core.engine;
 
+import java.util.Map;
+import java.util.TreeMap;
 import org.rocksdb.Cache;
 import org.rocksdb.LRUCache;
 import org.rocksdb.RocksDB;
@@ -73,6 +75,30 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
   /** Bytes the shared cache holds now (blocks plus charged memtables). */
   public long usedBytes() {
     return cache.getUsage();
+  }
+
+  /**
+   * RocksDB's own account of what this process's stores hold in native memory now, for diagnostics:
+   * {@code blockCacheBytes} (the shared budget's cache, memtables charged to it included; absent
+   * before the first store opens), {@code blockCachePinnedBytes} (the part in use by readers),
+   * {@code memtableBytes} and {@code tableReaderBytes} (summed over every open instance) and {@code
+   * openInstances}. What the process's resident set holds beyond this and the JVM's own memory is
+   * allocator overhead or memory RocksDB does not count.
+   */
+  public static Map<String, Long> processUsage() {
+    Map<String, Long> m = new TreeMap<>();
+    RocksDbMemoryBudget budget;
+    synchronized (RocksDbMemoryBudget.class) {
+      budget = shared;
+    }
+    if (budget != null) {
+      m.put("blockCacheBytes", budget.cache.getUsage());
+      m.put("blockCachePinnedBytes", budget.cache.getPinnedUsage());
+    }
+    m.put("memtableBytes", LocalDb.sumOverOpenInstances("rocksdb.size-all-mem-tables"));
+    m.put("tableReaderBytes", LocalDb.sumOverOpenInstances("rocksdb.estimate-table-readers-mem"));
+    m.put("openInstances", (long) LocalDb.openInstances());
+    return m;
   }
 
   @Override
