@@ -39,6 +39,14 @@ public final class CreateIfAbsent {
    */
   public static final String EXCLUSIVE_CREATE_CAPABILITY = "streamstate.fs.create.exclusive";
 
+  /**
+   * The path capability by which a file system with {@link #EXCLUSIVE_CREATE_CAPABILITY} declares
+   * that its output streams are readable by other clients while open and that {@code hsync} makes
+   * what was written durable and visible to new readers, as HDFS does: streamstate then appends its
+   * segment journals there. HDFS is recognized without it.
+   */
+  public static final String APPEND_HSYNC_CAPABILITY = "streamstate.fs.append.hsync";
+
   private static final String HDFS_FILE_SYSTEM = "org.apache.hadoop.hdfs.DistributedFileSystem";
   private static final String HDFS_ALREADY_BEING_CREATED =
       "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException";
@@ -87,6 +95,28 @@ public final class CreateIfAbsent {
           "Cannot probe " + path + " for create-if-absent capabilities: " + e, e);
     }
     return Optional.empty();
+  }
+
+  /**
+   * Whether files under {@code path} can be appended to by one open stream with {@code hsync}, for
+   * a store whose create-if-absent is {@code method}: local file systems, HDFS, and file systems
+   * declaring {@value #APPEND_HSYNC_CAPABILITY}.
+   */
+  static boolean canAppend(FileSystem fs, Path path, Method method) {
+    if (method == Method.LOCAL_EXCLUSIVE) {
+      return true;
+    }
+    if (method != Method.EXCLUSIVE_CREATE) {
+      return false;
+    }
+    if (isInstanceOf(fs.getClass(), HDFS_FILE_SYSTEM)) {
+      return true;
+    }
+    try {
+      return fs.hasPathCapability(path, APPEND_HSYNC_CAPABILITY);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot probe " + path + " for append capabilities: " + e, e);
+    }
   }
 
   /** The raw local file system behind {@code fs}, or null if it is not a local one. */

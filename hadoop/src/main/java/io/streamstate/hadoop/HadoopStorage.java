@@ -5,10 +5,12 @@ import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
 import java.io.FileNotFoundException;
 import java.io.FilterOutputStream;
@@ -90,10 +92,20 @@ import org.slf4j.LoggerFactory;
  * <p>Durability: on streams that declare {@code hsync} (HDFS) the data is synced to the DataNodes'
  * disks before close; object stores are durable when the PUT completes.
  *
+ * <h2>Appends ({@link SupportsAppend})</h2>
+ *
+ * <p>On HDFS, and on stores declaring {@value CreateIfAbsent#EXCLUSIVE_CREATE_CAPABILITY} and
+ * {@value CreateIfAbsent#APPEND_HSYNC_CAPABILITY} whose streams declare {@code hsync}: {@code
+ * createAppendable} creates the file with {@code create(overwrite=false)} and keeps its stream
+ * open; each append is a write and an {@code hsync}, which on HDFS goes to the DataNode pipeline
+ * only (no NameNode request, except a block allocation per block), and readers see the synced bytes
+ * of a file still being written. On local file systems, through {@link LocalStorage}. Object stores
+ * (conditional create) and single-writer mode cannot append ({@link #appendSupported()} false).
+ *
  * <p>{@link #close()} does not close the {@code FileSystem}: Hadoop caches and shares instances.
  * Requires Hadoop 3.4.1+ at run time ({@code createBulkDelete}). Thread-safe.
  */
-public final class HadoopStorage implements Storage, SupportsBulkDelete {
+public final class HadoopStorage implements Storage, SupportsBulkDelete, SupportsAppend {
   private static final Logger LOG = LoggerFactory.getLogger(HadoopStorage.class);
 
   /**
@@ -118,6 +130,9 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
   /** Creates on a local file system; null elsewhere. */
   private final LocalStorage localCreates;
 
+  /** Whether {@link #createAppendable} works here. */
+  private final boolean appendable;
+
   private HadoopStorage(FileSystem fileSystem, Path root, CreateIfAbsent.Method method) {
     RawLocalFileSystem local = CreateIfAbsent.rawLocal(fileSystem);
     // On the checksummed LocalFileSystem use its raw file system: our files verify themselves,
@@ -131,6 +146,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
         method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE
             ? new LocalStorage(local.pathToFile(this.root).toPath())
             : null;
+    this.appendable = CreateIfAbsent.canAppend(this.fs, this.root, method);
   }
 
   /**
@@ -249,6 +265,103 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete {
     }
     // t2: close publishes (object stores) or completes (HDFS) the file.
     publish(name, out);
+  }
+
+  @Override
+  public boolean appendSupported() {
+    return appendable;
+  }
+
+  @Override
+  public AppendableFile createAppendable(String name) {
+    if (method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE) {
+      return localCreates.createAppendable(name);
+    }
+    if (!appendable) {
+      throw new UnsupportedException(
+          describe()
+              + " cannot append: appends need HDFS, a local file system, or a file system declaring "
+              + CreateIfAbsent.APPEND_HSYNC_CAPABILITY);
+    }
+    Path path = resolve(name);
+    FSDataOutputStream out = openNew(name, path);
+    if (!out.hasCapability(StreamCapabilities.HSYNC)) {
+      UnsupportedException e =
+          new UnsupportedException(
+              describe() + " cannot append: its output streams do not declare hsync");
+      withdraw(name, path, out, e);
+      throw e;
+    }
+    return new HadoopAppendableFile(name, out);
+  }
+
+  /** An open stream that each append writes to and hsyncs. */
+  private final class HadoopAppendableFile implements AppendableFile {
+    private final String name;
+    private final FSDataOutputStream out;
+    private long length;
+    private volatile boolean open = true;
+
+    HadoopAppendableFile(String name, FSDataOutputStream out) {
+      this.name = name;
+      this.out = out;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public synchronized long append(byte[] bytes) {
+      if (!open) {
+        throw new IllegalStateException(where(name) + " is closed for appends");
+      }
+      long offset = length;
+      try {
+        out.write(bytes);
+        out.hsync();
+      } catch (IOException | RuntimeException e) {
+        close();
+        throw new OutcomeUnknownException(
+            "Cannot append "
+                + bytes.length
+                + " bytes to "
+                + where(name)
+                + " at offset "
+                + offset
+                + ": "
+                + e
+                + "; a prefix of them may be in the file",
+            e);
+      }
+      length += bytes.length;
+      return offset;
+    }
+
+    @Override
+    public synchronized long length() {
+      return length;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return open;
+    }
+
+    @Override
+    public void close() {
+      if (!open) {
+        return;
+      }
+      open = false;
+      try {
+        out.close();
+      } catch (IOException | RuntimeException e) {
+        // every completed append was hsynced: nothing is lost by a failed close
+        LOG.debug("Closing {} failed", where(name), e);
+      }
+    }
   }
 
   private FSDataOutputStream openNew(String name, Path path) {

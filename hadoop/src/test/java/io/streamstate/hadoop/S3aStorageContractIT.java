@@ -63,6 +63,16 @@ class S3aStorageContractIT extends StorageContractTests {
   }
 
   @Test
+  void anObjectStoreCannotAppendAndSaysSo() {
+    HadoopStorage s3Storage = (HadoopStorage) storage;
+    assertThat(s3Storage.appendSupported()).isFalse();
+    assertThatThrownBy(() -> s3Storage.createAppendable("_segments/x.journal"))
+        .isInstanceOf(io.streamstate.core.error.UnsupportedException.class)
+        .hasMessageContaining("cannot append");
+    assertThat(storage.list("_segments/")).isEmpty();
+  }
+
+  @Test
   void factoryOpensS3aUri() {
     URI root = URI.create("s3a://" + BUCKET + "/factory/q1");
 

@@ -1,6 +1,7 @@
 package io.streamstate.spark;
 
 import io.streamstate.core.engine.RocksDbMemoryBudget;
+import io.streamstate.core.engine.SegmentJournalSettings;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgePolicy;
@@ -101,6 +102,10 @@ public final class StreamStateConf {
   public static final String GROUP_COMMIT_ENABLED = PREFIX + "groupCommit.enabled";
   public static final String GROUP_COMMIT_MAX_WAIT_MS = PREFIX + "groupCommit.maxWaitMs";
   public static final String GROUP_COMMIT_WAVE_MS = PREFIX + "groupCommit.waveMs";
+  public static final String GROUP_COMMIT_JOURNAL = PREFIX + "groupCommit.journal";
+  public static final String GROUP_COMMIT_JOURNAL_ROLL_BYTES =
+      PREFIX + "groupCommit.journal.rollBytes";
+  public static final String GROUP_COMMIT_JOURNAL_ROLL_MS = PREFIX + "groupCommit.journal.rollMs";
   public static final String HEDGE_ENABLED = PREFIX + "hedge.enabled";
   public static final String HEDGE_FLOOR_MS = PREFIX + "hedge.floorMs";
   public static final String HEDGE_INITIAL_DEADLINE_MS = PREFIX + "hedge.initialDeadlineMs";
@@ -124,6 +129,7 @@ public final class StreamStateConf {
   private final HedgePolicy hedgePolicy;
   private final long groupCommitMaxWaitMs;
   private final long groupCommitWaveMs;
+  private final SegmentJournalSettings journal;
 
   private StreamStateConf(
       StoreOptions storeOptions,
@@ -132,7 +138,9 @@ public final class StreamStateConf {
       long lockTimeoutMs,
       HedgePolicy hedgePolicy,
       long groupCommitMaxWaitMs,
-      long groupCommitWaveMs) {
+      long groupCommitWaveMs,
+      SegmentJournalSettings journal) {
+    this.journal = journal;
     this.groupCommitMaxWaitMs = groupCommitMaxWaitMs;
     this.groupCommitWaveMs = groupCommitWaveMs;
     this.storeOptions = storeOptions;
@@ -204,7 +212,52 @@ public final class StreamStateConf {
         lockTimeout,
         hedgePolicy(confs),
         groupCommitMaxWaitMs(confs),
-        nonNegative(confs, GROUP_COMMIT_WAVE_MS, 250));
+        nonNegative(confs, GROUP_COMMIT_WAVE_MS, 250),
+        journal(confs, grace));
+  }
+
+  /** The segment journal settings, or null when {@link #GROUP_COMMIT_JOURNAL} is false. */
+  private static SegmentJournalSettings journal(Map<String, String> confs, long graceMillis) {
+    String enabled =
+        confs.getOrDefault(GROUP_COMMIT_JOURNAL, "true").trim().toLowerCase(Locale.ROOT);
+    if (!enabled.equals("true") && !enabled.equals("false")) {
+      throw new IllegalArgumentException(
+          "Invalid value for "
+              + GROUP_COMMIT_JOURNAL
+              + ": '"
+              + enabled
+              + "' (expected true or false)");
+    }
+    if (enabled.equals("false")) {
+      return null;
+    }
+    SegmentJournalSettings defaults = SegmentJournalSettings.defaults();
+    long rollBytes = readLong(confs, GROUP_COMMIT_JOURNAL_ROLL_BYTES, defaults.rollBytes());
+    long rollMs = readLong(confs, GROUP_COMMIT_JOURNAL_ROLL_MS, defaults.rollMillis());
+    try {
+      return new SegmentJournalSettings(rollBytes, rollMs, graceMillis);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "Invalid value for "
+              + GROUP_COMMIT_JOURNAL_ROLL_BYTES
+              + " ("
+              + rollBytes
+              + ") or "
+              + GROUP_COMMIT_JOURNAL_ROLL_MS
+              + " ("
+              + rollMs
+              + "): "
+              + e.getMessage(),
+          e);
+    }
+  }
+
+  /**
+   * How group commits append to a segment journal where the storage can append (HDFS, local disk);
+   * null when {@link #GROUP_COMMIT_JOURNAL} is false (a segment file per group commit).
+   */
+  public SegmentJournalSettings journal() {
+    return journal;
   }
 
   /** The group commit's maximum wait, or -1 when group commit is off. */

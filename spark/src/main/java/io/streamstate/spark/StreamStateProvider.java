@@ -178,7 +178,8 @@ public class StreamStateProvider implements StateStoreProvider {
                     location.storage(),
                     sharedHedger(conf),
                     conf.groupCommitMaxWaitMs(),
-                    conf.groupCommitWaveMs())
+                    conf.groupCommitWaveMs(),
+                    conf.journal())
                 : null);
     this.metricsAtLastCommit = store.metrics().snapshot();
     LIVE_PROVIDERS.incrementAndGet();

@@ -3,9 +3,11 @@ package io.streamstate.testkit;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsAppend;
 import java.io.ByteArrayOutputStream;
 import java.io.Closeable;
 import java.io.IOException;
@@ -57,7 +59,8 @@ import java.util.function.Predicate;
  *             nothing (the stream {@code open} returned is closed).
  *         <li><i>torn write</i>: {@code create} publishes only a random, strictly shorter prefix of
  *             the content (a writer that died mid-write on a store that shows partial files), then
- *             throws {@link OutcomeUnknownException}. Empty content cannot be torn.
+ *             throws {@link OutcomeUnknownException}; an append likewise appends only a prefix.
+ *             Empty content cannot be torn.
  *         <li><i>latency</i>: a delay drawn from a {@link Latency} before the delegate is called.
  *       </ul>
  *   <li><b>Stalls:</b> {@link #stall} blocks matching calls until {@link Stall#release()}, to test
@@ -68,6 +71,15 @@ import java.util.function.Predicate;
  *       RetryableException} for reads).
  * </ul>
  *
+ * <h2>Appends</h2>
+ *
+ * If the delegate can append ({@link SupportsAppend}), so can this wrapper: {@link
+ * #createAppendable} is a {@link CallKind#CREATE} call, and each append a {@link CallKind#APPEND}
+ * call on the file's name, subject to every fault above. An append that fails in any way closes the
+ * file for appends, as the contract says: an error before appends nothing ({@link
+ * RetryableException}); an error after, a torn append or a crash leave the bytes or a prefix of
+ * them ({@link OutcomeUnknownException}).
+ *
  * <p>Each injected fault is counted by {@link FaultKind} ({@link #injectedFaults()}). Messages of
  * injected errors start with {@code "injected"} and name the call, for example {@code "injected
  * fault before create of op0/part3/v5.log (call #12)"}.
@@ -75,18 +87,20 @@ import java.util.function.Predicate;
  * <p>Thread-safe. {@link #close()} does not close the delegate: it belongs to whoever created it,
  * and several wrappers may share one delegate to simulate restarts of a process.
  */
-public final class FaultInjectingStorage implements Storage {
+public final class FaultInjectingStorage implements Storage, SupportsAppend {
 
   /** The kinds of {@link Storage} call, one per method. */
   public enum CallKind {
     CREATE,
     OPEN,
     DELETE,
-    LIST;
+    LIST,
+    /** One {@link AppendableFile#append} to a file made by {@link #createAppendable}. */
+    APPEND;
 
     /** Whether the call changes the store, so that a lost reply leaves its outcome unknown. */
     private boolean mutates() {
-      return this == CREATE || this == DELETE;
+      return this == CREATE || this == DELETE || this == APPEND;
     }
 
     private String verb() {
@@ -339,6 +353,7 @@ public final class FaultInjectingStorage implements Storage {
   private final Set<String> scriptedTorn = ConcurrentHashMap.newKeySet();
   private final List<Predicate<String>> scriptedTornMatching =
       new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final List<Predicate<String>> scriptedTornAppends = new CopyOnWriteArrayList<>();
   private final List<Stall> stalls = new CopyOnWriteArrayList<>();
   private volatile boolean crashed;
 
@@ -415,6 +430,15 @@ public final class FaultInjectingStorage implements Storage {
     scriptedTornMatching.add(Objects.requireNonNull(names, "names"));
   }
 
+  /**
+   * Tears the next append to a file whose name matches {@code names}: only a strictly shorter
+   * prefix of its bytes is appended, then it throws {@link OutcomeUnknownException} and the file is
+   * closed for appends. One append only.
+   */
+  public void tearAppend(Predicate<String> names) {
+    scriptedTornAppends.add(Objects.requireNonNull(names, "names"));
+  }
+
   /** From now on every call fails without reaching the delegate, until {@link #recover()}. */
   public void crash() {
     crashed = true;
@@ -476,6 +500,93 @@ public final class FaultInjectingStorage implements Storage {
   }
 
   @Override
+  public boolean appendSupported() {
+    return delegate instanceof SupportsAppend a && a.appendSupported();
+  }
+
+  @Override
+  public AppendableFile createAppendable(String name) {
+    if (!appendSupported()) {
+      throw new io.streamstate.core.error.UnsupportedException(
+          delegate.describe() + " cannot append");
+    }
+    Plan plan = beforeCall(CallKind.CREATE, name);
+    AppendableFile file = ((SupportsAppend) delegate).createAppendable(name);
+    try {
+      afterCall(plan, null);
+    } catch (RuntimeException e) {
+      file.close();
+      throw e;
+    }
+    return new FaultyAppendableFile(file);
+  }
+
+  /** An appendable file of the delegate whose appends are calls of this wrapper. */
+  private final class FaultyAppendableFile implements AppendableFile {
+    private final AppendableFile file;
+
+    FaultyAppendableFile(AppendableFile file) {
+      this.file = file;
+    }
+
+    @Override
+    public String name() {
+      return file.name();
+    }
+
+    @Override
+    public long append(byte[] bytes) {
+      if (!file.isOpen()) {
+        throw new IllegalStateException(file.name() + " is closed for appends");
+      }
+      Plan plan;
+      try {
+        plan = beforeCall(CallKind.APPEND, file.name());
+      } catch (RuntimeException e) {
+        file.close(); // an append that fails closes the file, even before writing anything
+        throw e;
+      }
+      if (plan.torn() && bytes.length > 0) {
+        int kept = (int) (plan.tornFraction() * bytes.length);
+        file.append(java.util.Arrays.copyOf(bytes, kept));
+        file.close();
+        count(FaultKind.TORN_WRITE);
+        throw new OutcomeUnknownException(
+            "injected torn write in "
+                + plan.call()
+                + ": appended "
+                + kept
+                + " of "
+                + bytes.length
+                + " bytes");
+      }
+      long offset = file.append(bytes);
+      try {
+        afterCall(plan, null);
+      } catch (RuntimeException e) {
+        file.close();
+        throw e;
+      }
+      return offset;
+    }
+
+    @Override
+    public long length() {
+      return file.length();
+    }
+
+    @Override
+    public boolean isOpen() {
+      return file.isOpen();
+    }
+
+    @Override
+    public void close() {
+      file.close();
+    }
+  }
+
+  @Override
   public InputStream open(String name) {
     Plan plan = beforeCall(CallKind.OPEN, name);
     InputStream in = delegate.open(name);
@@ -525,7 +636,8 @@ public final class FaultInjectingStorage implements Storage {
       // not shift the draws of another.
       boolean before = random.nextDouble() < errorBefore[kind.ordinal()];
       boolean after = random.nextDouble() < errorAfter[kind.ordinal()];
-      boolean torn = random.nextDouble() < tornWrite && kind == CallKind.CREATE;
+      boolean torn =
+          random.nextDouble() < tornWrite && (kind == CallKind.CREATE || kind == CallKind.APPEND);
       double tornFraction = random.nextDouble();
       Duration delay = latency[kind.ordinal()].delay(random);
       before |= scriptedBefore.remove(call.index());
@@ -533,6 +645,14 @@ public final class FaultInjectingStorage implements Storage {
       before |= scriptedBeforeByName.remove(new Target(kind, name));
       after |= scriptedAfterByName.remove(new Target(kind, name));
       torn |= kind == CallKind.CREATE && scriptedTorn.remove(name);
+      if (kind == CallKind.APPEND && !torn) {
+        for (Predicate<String> p : scriptedTornAppends) {
+          if (p.test(name) && scriptedTornAppends.remove(p)) {
+            torn = true;
+            break;
+          }
+        }
+      }
       if (kind == CallKind.CREATE && !torn) {
         for (Predicate<String> p : scriptedTornMatching) {
           if (p.test(name) && scriptedTornMatching.remove(p)) {

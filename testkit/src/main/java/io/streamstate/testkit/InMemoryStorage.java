@@ -4,9 +4,11 @@ import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -28,6 +30,9 @@ import java.util.function.LongSupplier;
  * strict as the contract: create-if-absent is decided atomically at publish time, and a file is
  * visible only once complete (as on an object store), so it never shows a partial file.
  *
+ * <p>{@link #createAppendable} files grow by whole appends: each append replaces the file with a
+ * longer copy in one step, so a reader sees every completed append and never part of one.
+ *
  * <p>{@link #create} buffers what the {@link ContentWriter} writes and publishes it with one {@code
  * putIfAbsent}; if the writer throws, nothing is published. Each instance has its own files: no
  * static state, so tests may run in parallel.
@@ -35,7 +40,7 @@ import java.util.function.LongSupplier;
  * <p>The test helpers {@link #bytes}, {@link #names} and {@link #overwriteForTest} read and damage
  * files behind the contract's back (to simulate corruption that no well-behaved writer causes).
  */
-public final class InMemoryStorage implements Storage, SupportsBulkDelete {
+public final class InMemoryStorage implements Storage, SupportsBulkDelete, SupportsAppend {
 
   private record StoredFile(byte[] bytes, long lastModifiedMillis) {}
 
@@ -83,6 +88,67 @@ public final class InMemoryStorage implements Storage, SupportsBulkDelete {
     if (files.putIfAbsent(name, file) != null) {
       throw new FileAlreadyExistsException(name);
     }
+  }
+
+  @Override
+  public boolean appendSupported() {
+    return true;
+  }
+
+  @Override
+  public AppendableFile createAppendable(String name) {
+    requireValidName(name);
+    if (files.putIfAbsent(name, new StoredFile(new byte[0], clockMillis.getAsLong())) != null) {
+      throw new FileAlreadyExistsException(name);
+    }
+    return new AppendableFile() {
+      private long length;
+      private volatile boolean open = true;
+
+      @Override
+      public String name() {
+        return name;
+      }
+
+      @Override
+      public synchronized long append(byte[] bytes) {
+        if (!open) {
+          throw new IllegalStateException(describe() + "/" + name + " is closed for appends");
+        }
+        StoredFile grown =
+            files.computeIfPresent(
+                name,
+                (n, old) -> {
+                  byte[] b =
+                      java.util.Arrays.copyOf(old.bytes(), old.bytes().length + bytes.length);
+                  System.arraycopy(bytes, 0, b, old.bytes().length, bytes.length);
+                  return new StoredFile(b, clockMillis.getAsLong());
+                });
+        if (grown == null) {
+          open = false;
+          throw new io.streamstate.core.error.OutcomeUnknownException(
+              "Cannot append to " + describe() + "/" + name + ": it was deleted");
+        }
+        long offset = length;
+        length += bytes.length;
+        return offset;
+      }
+
+      @Override
+      public synchronized long length() {
+        return length;
+      }
+
+      @Override
+      public boolean isOpen() {
+        return open;
+      }
+
+      @Override
+      public void close() {
+        open = false;
+      }
+    };
   }
 
   @Override

@@ -8,9 +8,11 @@ import static org.assertj.core.api.Assertions.tuple;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsAppend;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -23,6 +25,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -285,6 +288,84 @@ public abstract class StorageContractTests {
     storage.delete("dir/gone");
 
     assertThat(names("dir/")).containsExactly("dir/kept");
+  }
+
+  // ---- appends (SupportsAppend), for storages that can ----
+
+  /** The storage as an appender; skips the test where it cannot append. */
+  private SupportsAppend appender() {
+    Assumptions.assumeTrue(
+        storage instanceof SupportsAppend a && a.appendSupported(),
+        storage.describe() + " does not append");
+    return (SupportsAppend) storage;
+  }
+
+  @Test
+  void appendsAreReadWhileTheFileIsStillOpenAndAfterItCloses() {
+    AppendableFile file = appender().createAppendable("j/one.journal");
+    try {
+      assertThat(file.append(utf8("abc"))).isZero();
+      // Another reader sees every completed append while the writer still holds the file.
+      assertThat(read("j/one.journal")).isEqualTo(utf8("abc"));
+      assertThat(file.append(utf8("defg"))).isEqualTo(3);
+      assertThat(read("j/one.journal")).isEqualTo(utf8("abcdefg"));
+      assertThat(file.length()).isEqualTo(7);
+      assertThat(names("j/")).containsExactly("j/one.journal");
+    } finally {
+      file.close();
+    }
+    assertThat(file.isOpen()).isFalse();
+    assertThat(read("j/one.journal")).isEqualTo(utf8("abcdefg"));
+    assertThatThrownBy(() -> file.append(utf8("h"))).isInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
+  void appendsOfMegabytesReadBackExactly() {
+    byte[] content = randomBytes(3 * 1024 * 1024 + 17, 7);
+    AppendableFile file = appender().createAppendable("big.journal");
+    try {
+      int[] cuts = {0, 1, 65_536, 1_000_003, content.length};
+      for (int i = 1; i < cuts.length; i++) {
+        assertThat(file.append(Arrays.copyOfRange(content, cuts[i - 1], cuts[i])))
+            .isEqualTo(cuts[i - 1]);
+      }
+      assertThat(read("big.journal")).isEqualTo(content);
+    } finally {
+      file.close();
+    }
+  }
+
+  @Test
+  void createAppendableIsCreateIfAbsent() {
+    SupportsAppend appender = appender();
+    storage.create("taken", bytes("first"));
+    assertThatThrownBy(() -> appender.createAppendable("taken"))
+        .isInstanceOf(FileAlreadyExistsException.class);
+    assertThat(read("taken")).isEqualTo(utf8("first"));
+
+    AppendableFile file = appender.createAppendable("mine.journal");
+    try {
+      assertThatThrownBy(() -> storage.create("mine.journal", bytes("other")))
+          .isInstanceOf(FileAlreadyExistsException.class);
+      assertThatThrownBy(() -> appender.createAppendable("mine.journal"))
+          .isInstanceOf(FileAlreadyExistsException.class);
+      file.append(utf8("ours"));
+    } finally {
+      file.close();
+    }
+    assertThat(read("mine.journal")).isEqualTo(utf8("ours"));
+  }
+
+  @Test
+  void anAppendableFileCanBeDeletedAndItsNameCreatedAgain() {
+    AppendableFile file = appender().createAppendable("gone.journal");
+    file.append(utf8("x"));
+    file.close();
+
+    assertThat(storage.delete("gone.journal")).isTrue();
+    assertNothingAt("gone.journal");
+    storage.create("gone.journal", bytes("new"));
+    assertThat(read("gone.journal")).isEqualTo(utf8("new"));
   }
 
   // ---- names ----

@@ -10,10 +10,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <ul>
  *   <li>{@code none}: no latency (the local disk through the same wrapper).
- *   <li>{@code slow-datanode}: metadata 0.3-2 ms; each data write (at close of the stream) is
- *       independently heavy-tailed: 2-12 ms plus 200 MB/s, and with probability {@link
- *       #STALL_PROBABILITY} a stall of 5-20 s times {@code stallScale} (short mode uses 0.1: 0.5-2
- *       s) instead.
+ *   <li>{@code slow-datanode}: metadata 0.3-2 ms; each data write (at close of the stream, or an
+ *       {@code hsync} of a stream kept open) is independently heavy-tailed: 2-12 ms plus 200 MB/s,
+ *       and with probability {@link #STALL_PROBABILITY} a stall of 5-20 s times {@code stallScale}
+ *       (short mode uses 0.1: 0.5-2 s) instead.
  *   <li>{@code busy-namenode}: every metadata operation (create, rename, delete, mkdirs, status,
  *       list) costs 2-6 ms times the number of metadata operations in flight (itself included), and
  *       global pauses (exponential gaps, mean 15 s, 3-10 s long times {@code stallScale}) hold
@@ -27,20 +27,35 @@ import java.util.concurrent.atomic.AtomicInteger;
  * (0: draw and account, never sleep), after waiting out a busy-namenode pause.
  */
 final class LatencyModel {
-  /** Operation kinds, also the counter names. */
+  /** Operation kinds, also the counter names ({@link #counterName()}). */
   enum Op {
     CREATE,
     WRITE,
+    /**
+     * An {@code hsync} of an open stream: the bytes written since the last one go down the DataNode
+     * pipeline, priced like a data write (HDFS asks the NameNode nothing for it).
+     */
+    SYNC,
     OPEN,
     RENAME,
     DELETE,
     MKDIRS,
     STATUS,
-    LIST;
+    LIST,
+    /**
+     * A NameNode block allocation, charged to a synced stream per 128 MiB past its first block
+     * (every file's first block is folded into its create).
+     */
+    ADD_BLOCK;
 
-    /** Everything but moving data bytes: create, rename, delete, mkdirs, status, list. */
+    /** Everything but moving data bytes: create, rename, delete, mkdirs, status, list, addBlock. */
     boolean isMetadata() {
-      return this != WRITE && this != OPEN;
+      return this != WRITE && this != OPEN && this != SYNC;
+    }
+
+    /** The counter's name: the kind in lower camel case ({@code create}, {@code addBlock}). */
+    String counterName() {
+      return this == ADD_BLOCK ? "addBlock" : name().toLowerCase(java.util.Locale.ROOT);
     }
   }
 
@@ -131,7 +146,7 @@ final class LatencyModel {
   synchronized double draw(Op op, long bytes, int metadataLoad) {
     switch (profile) {
       case "slow-datanode" -> {
-        if (op == Op.WRITE) {
+        if (op == Op.WRITE || op == Op.SYNC) {
           double chance = random.nextDouble();
           double stall = uniform(STALL_MIN_MS, STALL_MAX_MS) * stallScale;
           double normal = uniform(2, 12);
@@ -147,11 +162,11 @@ final class LatencyModel {
       }
       case "s3" -> {
         return switch (op) {
-          case WRITE -> uniform(25, 60) + bytes / 80_000.0; // PUT, 80 MB/s
+          case WRITE, SYNC -> uniform(25, 60) + bytes / 80_000.0; // PUT, 80 MB/s
           case OPEN -> uniform(15, 40) + bytes / 80_000.0; // GET
           case LIST -> uniform(20, 50);
           case RENAME -> uniform(30, 60) + bytes / 30_000.0 + uniform(15, 30); // copy + delete
-          case CREATE, STATUS, MKDIRS, DELETE -> uniform(10, 30); // HEAD / marker ops
+          case CREATE, STATUS, MKDIRS, DELETE, ADD_BLOCK -> uniform(10, 30); // HEAD / marker ops
         };
       }
       default -> {

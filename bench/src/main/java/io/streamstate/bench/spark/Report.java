@@ -124,9 +124,11 @@ final class Report {
             + " `commitTimeMs` summed over partitions and operators (phases differ per provider)."
             + " Per batch, simulated storages only (`–` on local): files = durable files written"
             + " (all: state files and Spark's offset and commit logs), state files = those under"
-            + " the checkpoint's `state/` directory, meta ops = storage metadata operations"
-            + " (create, open, rename, delete, mkdirs, status, list: every request but the data"
-            + " write; all requests = files + meta ops), state meta ops = the part of meta ops on"
+            + " the checkpoint's `state/` directory, state syncs = `hsync`s of files kept open"
+            + " under `state/` (segment journal appends: durable writes that create no file),"
+            + " meta ops = storage metadata operations"
+            + " (create, open, rename, delete, mkdirs, status, list, block allocations of open"
+            + " files: every request but the data write and sync), state meta ops = the part of meta ops on"
             + " paths under `state/` (the provider's own, plus Spark's state schema and operator"
             + " metadata files there; the rest is Spark's offset, commit and metadata logs, the"
             + " same for every provider), MB = MB written. heap = JVM heap"
@@ -135,11 +137,11 @@ final class Report {
             + " input rows / sum of batch durations (trigger back to back).\n\n");
     md.append(
         "| workload | keys | storage | provider | n | p50 | p95 | p99 | max | p50 ×ours | p99"
-            + " ×ours | commit p50 | addBatch p50 | files | state files | meta ops | state meta"
-            + " ops | MB | heap | state rows | recovery | rows/s |\n");
+            + " ×ours | commit p50 | addBatch p50 | files | state files | state syncs | meta ops"
+            + " | state meta ops | MB | heap | state rows | recovery | rows/s |\n");
     md.append(
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-            + "---|\n");
+            + "---|---|\n");
     for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
       String[] key = g.getKey().split("\\|");
       Map<String, double[]> durations = new LinkedHashMap<>();
@@ -182,6 +184,7 @@ final class Report {
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("addBatchMs"))), 50)),
                     num(mean(steady.stream().mapToDouble(r -> r.d("filesWritten")))),
                     num(mean(steady.stream().mapToDouble(r -> r.d("stateFilesWritten")))),
+                    num(mean(steady.stream().mapToDouble(r -> r.d("stateSync")))),
                     num(metadataOps),
                     num(stateMetadataOps),
                     num(mean(steady.stream().mapToDouble(r -> r.d("bytesWritten"))) / 1e6),
@@ -214,17 +217,19 @@ final class Report {
   }
 
   /**
-   * The "meta ops" of a batch: its storage requests of every kind but the data write (create, open,
-   * rename, delete, mkdirs, status, list); {@code stateOnly}: only those on paths under {@code
-   * state/} (the CSV's {@code stateCreate}, {@code stateOpen}, ... columns). NaN when the batch has
-   * no such counts (local disk, or a CSV written before those columns existed).
+   * The "meta ops" of a batch: its storage requests of every kind but the data write and sync
+   * (create, open, rename, delete, mkdirs, status, list, addBlock); {@code stateOnly}: only those
+   * on paths under {@code state/} (the CSV's {@code stateCreate}, {@code stateOpen}, ... columns).
+   * NaN when the batch has no such counts (local disk, or a CSV written before those columns
+   * existed).
    */
   static double metaOps(Row r, boolean stateOnly) {
     double sum = 0;
     for (LatencyModel.Op op : LatencyModel.Op.values()) {
-      if (op != LatencyModel.Op.WRITE) {
-        sum +=
-            r.d(stateOnly ? SimulatedFileSystem.stateKey(op) : op.name().toLowerCase(Locale.ROOT));
+      if (op != LatencyModel.Op.WRITE && op != LatencyModel.Op.SYNC) {
+        double n = r.d(stateOnly ? SimulatedFileSystem.stateKey(op) : op.counterName());
+        // Block allocations of open files were counted from the segment journal on: none before.
+        sum += op == LatencyModel.Op.ADD_BLOCK && Double.isNaN(n) ? 0 : n;
       }
     }
     return sum;

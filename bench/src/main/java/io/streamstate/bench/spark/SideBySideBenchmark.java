@@ -61,6 +61,8 @@ public final class SideBySideBenchmark {
   private static final String[] OP_COUNTERS = {
     "create",
     "write",
+    "sync",
+    "addBlock",
     "open",
     "rename",
     "delete",
@@ -68,6 +70,8 @@ public final class SideBySideBenchmark {
     "status",
     "list",
     "stateCreate",
+    "stateSync",
+    "stateAddBlock",
     "stateOpen",
     "stateRename",
     "stateDelete",
@@ -660,6 +664,12 @@ public final class SideBySideBenchmark {
     /** {@code streamstate-rflogs} with uncompressed changelogs: what compression buys. */
     STREAMSTATE_RFLOGS_RAW(
         "streamstate-rflogs-raw", "io.streamstate.spark.StreamStateProvider", false, false),
+    /**
+     * {@code streamstate-rflogs} with a segment file per group commit instead of appends to a
+     * segment journal: what the journal buys.
+     */
+    STREAMSTATE_RFLOGS_FILES(
+        "streamstate-rflogs-files", "io.streamstate.spark.StreamStateProvider", false, false),
     HDFS(
         "hdfs",
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -683,12 +693,14 @@ public final class SideBySideBenchmark {
     static final String GROUP_COMMIT_ENABLED =
         "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
 
+    static final String GROUP_COMMIT_JOURNAL =
+        "spark.sql.streaming.stateStore.streamstate.groupCommit.journal";
     static final String CHANGELOG_CODEC =
         "spark.sql.streaming.stateStore.streamstate.changelog.codec";
 
     /** The SQL confs the variants set; each cell sets its own and unsets the others. */
     static final List<String> STREAMSTATE_VARIANT_KEYS =
-        List.of(HEDGE_ENABLED, GROUP_COMMIT_ENABLED, CHANGELOG_CODEC);
+        List.of(HEDGE_ENABLED, GROUP_COMMIT_ENABLED, CHANGELOG_CODEC, GROUP_COMMIT_JOURNAL);
 
     static Provider byLabel(String label) {
       for (Provider p : values()) {
@@ -708,6 +720,7 @@ public final class SideBySideBenchmark {
         case STREAMSTATE_NOHEDGE -> Map.of(HEDGE_ENABLED, "false");
         case STREAMSTATE_NOGROUP -> Map.of(GROUP_COMMIT_ENABLED, "false");
         case STREAMSTATE_RFLOGS_RAW -> Map.of(CHANGELOG_CODEC, "none");
+        case STREAMSTATE_RFLOGS_FILES -> Map.of(GROUP_COMMIT_JOURNAL, "false");
         default -> Map.of();
       };
     }
@@ -717,12 +730,15 @@ public final class SideBySideBenchmark {
       return this == STREAMSTATE_NOHEDGE
           || this == STREAMSTATE_NOGROUP
           || this == STREAMSTATE_RFLOGS
-          || this == STREAMSTATE_RFLOGS_RAW;
+          || this == STREAMSTATE_RFLOGS_RAW
+          || this == STREAMSTATE_RFLOGS_FILES;
     }
 
     /** The checkpoint file manager of Spark's own logs for this label. */
     String checkpointFileManager() {
-      return this == STREAMSTATE_RFLOGS || this == STREAMSTATE_RFLOGS_RAW
+      return this == STREAMSTATE_RFLOGS
+              || this == STREAMSTATE_RFLOGS_RAW
+              || this == STREAMSTATE_RFLOGS_FILES
           ? "io.streamstate.spark.RenameFreeCheckpointFileManager"
           : SPARK_FILE_SYSTEM_MANAGER;
     }

@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -34,6 +33,8 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.ParentNotDirectoryException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.fs.Syncable;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.util.Progressable;
 
@@ -65,6 +66,11 @@ public final class SimulatedFileSystem extends FileSystem {
   public static final String SCHEME = "simfs";
   private static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
   private static final String EXCLUSIVE_CREATE = "streamstate.fs.create.exclusive";
+  private static final String APPEND_HSYNC = "streamstate.fs.append.hsync";
+
+  /** The block size after which a synced stream is charged another block allocation. */
+  static final long BLOCK_BYTES = 128L << 20;
+
   private static final String NO_STATE_SUFFIX = "-nostate";
 
   /**
@@ -131,7 +137,7 @@ public final class SimulatedFileSystem extends FileSystem {
       long stateMetadata = 0;
       for (Op op : Op.values()) {
         long n = ops.get(op).sum();
-        m.put(op.name().toLowerCase(Locale.ROOT), n);
+        m.put(op.counterName(), n);
         metadata += op.isMetadata() ? n : 0;
         if (op != Op.WRITE) {
           long s = stateOps.get(op).sum();
@@ -156,7 +162,7 @@ public final class SimulatedFileSystem extends FileSystem {
    * directory: {@code state} and the kind, capitalized ({@code stateCreate}, {@code stateList}).
    */
   static String stateKey(Op op) {
-    String kind = op.name().toLowerCase(Locale.ROOT);
+    String kind = op.counterName();
     return "state" + Character.toUpperCase(kind.charAt(0)) + kind.substring(1);
   }
 
@@ -222,6 +228,10 @@ public final class SimulatedFileSystem extends FileSystem {
     // Like HDFS, create(overwrite=false) takes the name at once (CREATE_NEW) and the data follows
     // at close; an object store (the s3 profile) decides at completion instead.
     if (EXCLUSIVE_CREATE.equals(capability)) {
+      return !model.profile().equals("s3");
+    }
+    // Like HDFS, an open stream's hsync makes what was written durable and visible to readers.
+    if (APPEND_HSYNC.equals(capability)) {
       return !model.profile().equals("s3");
     }
     return super.hasPathCapability(path, capability);
@@ -362,10 +372,19 @@ public final class SimulatedFileSystem extends FileSystem {
     }
   }
 
-  /** Counts bytes; the data write's latency (PUT, pipeline ack) is paid at close. */
-  private final class DelayedCloseStream extends FilterOutputStream {
+  /**
+   * Counts bytes; the data write's latency (PUT, pipeline ack) is paid at close, or at each {@code
+   * hsync} for what was written since the last one (and a block allocation, metadata, per {@link
+   * #BLOCK_BYTES} past the first), as an HDFS stream kept open pays it. Data reach the local file
+   * at once (no buffering), so readers see what was synced.
+   */
+  private final class DelayedCloseStream extends FilterOutputStream
+      implements Syncable, StreamCapabilities {
     private final boolean stateFile;
     private long bytes;
+    private long syncedBytes;
+    private long blocksAllocated;
+    private boolean synced;
     private boolean closed;
 
     DelayedCloseStream(OutputStream out, boolean stateFile) {
@@ -386,14 +405,57 @@ public final class SimulatedFileSystem extends FileSystem {
     }
 
     @Override
-    public void close() throws IOException {
+    public boolean hasCapability(String capability) {
+      return !model.profile().equals("s3")
+          && (StreamCapabilities.HSYNC.equals(capability)
+              || StreamCapabilities.HFLUSH.equals(capability));
+    }
+
+    @Override
+    public void hflush() throws IOException {
+      hsync();
+    }
+
+    @Override
+    public synchronized void hsync() throws IOException {
+      if (closed) {
+        throw new IOException("stream is closed");
+      }
+      out.flush();
+      // A file's first block is folded into its create, as for a file written and closed at once.
+      long blocksNeeded = Math.max(1, (bytes + BLOCK_BYTES - 1) / BLOCK_BYTES);
+      while (blocksAllocated < blocksNeeded) {
+        if (blocksAllocated > 0) {
+          delay(Op.ADD_BLOCK, 0, stateFile);
+        }
+        blocksAllocated++;
+      }
+      long pending = bytes - syncedBytes;
+      if (pending > 0 || !synced) {
+        delay(Op.SYNC, pending, stateFile);
+        counters.bytesWritten.add(pending);
+      }
+      syncedBytes = bytes;
+      synced = true;
+    }
+
+    /**
+     * Pays the data write of what was not synced; a file synced whole before close (what
+     * streamstate's storage does) pays nothing more, so that it costs what a file written and
+     * closed at once does: its create and one data write.
+     */
+    @Override
+    public synchronized void close() throws IOException {
       if (closed) {
         return;
       }
       closed = true;
       super.close();
-      delay(Op.WRITE, bytes, stateFile);
-      counters.bytesWritten.add(bytes);
+      long pending = bytes - syncedBytes;
+      if (pending > 0 || !synced) {
+        delay(Op.WRITE, pending, stateFile);
+        counters.bytesWritten.add(pending);
+      }
       counters.filesWritten.increment();
       if (stateFile) {
         counters.stateFilesWritten.increment();

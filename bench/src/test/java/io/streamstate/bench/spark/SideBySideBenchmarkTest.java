@@ -14,6 +14,8 @@ class SideBySideBenchmarkTest {
       "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
   private static final String HEDGE = "spark.sql.streaming.stateStore.streamstate.hedge.enabled";
   private static final String CODEC = "spark.sql.streaming.stateStore.streamstate.changelog.codec";
+  private static final String JOURNAL =
+      "spark.sql.streaming.stateStore.streamstate.groupCommit.journal";
 
   @Test
   void theVariantsOfOursRunOnlyWhenNamed() {
@@ -52,10 +54,19 @@ class SideBySideBenchmarkTest {
     assertThat(Provider.NO_DURABILITY.streamstateConfs()).isEmpty();
     // Each cell sets its variant's keys and unsets the rest of these.
     assertThat(Provider.STREAMSTATE_VARIANT_KEYS)
-        .containsExactlyInAnyOrder(HEDGE, GROUP_COMMIT, CODEC);
+        .containsExactlyInAnyOrder(HEDGE, GROUP_COMMIT, CODEC, JOURNAL);
     for (Provider any : Provider.values()) {
       assertThat(Provider.STREAMSTATE_VARIANT_KEYS).containsAll(any.streamstateConfs().keySet());
     }
+  }
+
+  @Test
+  void filesIsOurFullConfigurationWithASegmentFilePerGroupCommit() {
+    Provider files = Provider.byLabel("streamstate-rflogs-files");
+    assertThat(files.streamstateConfs()).isEqualTo(Map.of(JOURNAL, "false"));
+    assertThat(files.checkpointFileManager())
+        .isEqualTo(Provider.STREAMSTATE_RFLOGS.checkpointFileManager());
+    assertThat(files.onRequestOnly()).isTrue();
   }
 
   @Test

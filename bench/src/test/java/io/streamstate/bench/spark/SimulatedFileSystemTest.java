@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -60,6 +61,55 @@ class SimulatedFileSystemTest {
     try (FSDataInputStream in = fs.open(p)) {
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
+  }
+
+  @Test
+  void aStreamKeptOpenPaysEachSyncAsADataWriteAndABlockAllocationPerBlockPastTheFirst()
+      throws IOException {
+    SimulatedFileSystem fs = open("busy-namenode");
+    Path journal = path(fs, "cp/state/_segments/1-a.journal");
+    try (FSDataOutputStream out = fs.create(journal, false)) {
+      assertThat(out.hasCapability("hsync")).isTrue();
+      assertThat(fs.hasPathCapability(journal, "streamstate.fs.append.hsync")).isTrue();
+      out.write(new byte[100]);
+      out.hsync();
+      // A reader sees what was synced while the stream is still open.
+      assertThat(Files.size(tmp.resolve("cp/state/_segments/1-a.journal"))).isEqualTo(100);
+      out.write(new byte[50]);
+      out.hsync();
+      out.hsync(); // nothing new: free
+      Map<String, Long> c = counters(fs);
+      assertThat(c)
+          .containsEntry("create", 1L)
+          .containsEntry("sync", 2L)
+          .containsEntry("stateSync", 2L)
+          .containsEntry("addBlock", 0L)
+          .containsEntry("write", 0L)
+          .containsEntry("metadataOps", 1L)
+          .containsEntry("bytesWritten", 150L)
+          .containsEntry("filesWritten", 0L);
+      // Crossing into a second block costs one allocation at the NameNode.
+      out.write(new byte[(int) SimulatedFileSystem.BLOCK_BYTES]);
+      out.hsync();
+      assertThat(counters(fs)).containsEntry("addBlock", 1L).containsEntry("metadataOps", 2L);
+    }
+    // Closing a fully synced stream pays nothing more; it is one more file written.
+    Map<String, Long> c = counters(fs);
+    assertThat(c).containsEntry("write", 0L).containsEntry("filesWritten", 1L);
+
+    // A file written, synced and closed at once costs what it did unsynced: create, one data write.
+    SimulatedFileSystem other = open("busy-namenode");
+    try (FSDataOutputStream out = other.create(path(other, "cp/state/0/0/x.changelog"), false)) {
+      out.write(new byte[10]);
+      out.hsync();
+    }
+    assertThat(counters(other))
+        .containsEntry("create", 1L)
+        .containsEntry("sync", 1L)
+        .containsEntry("write", 0L)
+        .containsEntry("addBlock", 0L)
+        .containsEntry("metadataOps", 1L);
+    assertThat(open("s3").hasPathCapability(journal, "streamstate.fs.append.hsync")).isFalse();
   }
 
   @Test
@@ -215,6 +265,8 @@ class SimulatedFileSystemTest {
     assertThat(c.keySet().stream().filter(k -> k.startsWith("state")))
         .containsExactlyInAnyOrder(
             "stateCreate",
+            "stateSync",
+            "stateAddBlock",
             "stateOpen",
             "stateRename",
             "stateDelete",

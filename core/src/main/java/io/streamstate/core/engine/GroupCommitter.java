@@ -7,6 +7,7 @@ import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.FileKind;
 import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.format.Segment;
+import io.streamstate.core.hedge.HedgeCopy;
 import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.Storage;
@@ -47,6 +48,9 @@ public final class GroupCommitter {
   private final long maxWaitNanos;
   private final long waveNanos;
   private final SegmentCatalog catalog;
+
+  /** Appends segments to a journal; null: a segment file each. */
+  private final SegmentJournalWriter journal;
 
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition changed = lock.newCondition();
@@ -108,6 +112,20 @@ public final class GroupCommitter {
    *     earliest member's announcement
    */
   public GroupCommitter(Storage storage, HedgedWriter hedger, long maxWaitMillis, long waveMillis) {
+    this(storage, hedger, maxWaitMillis, waveMillis, null);
+  }
+
+  /**
+   * @param journal how to append segments to a journal where the storage can append ({@link
+   *     io.streamstate.core.storage.SupportsAppend}); null, or a storage that cannot: a segment
+   *     file each
+   */
+  public GroupCommitter(
+      Storage storage,
+      HedgedWriter hedger,
+      long maxWaitMillis,
+      long waveMillis,
+      SegmentJournalSettings journal) {
     if (maxWaitMillis < 0 || waveMillis < 0) {
       throw new IllegalArgumentException(
           "maxWaitMillis and waveMillis must be >= 0: " + maxWaitMillis + ", " + waveMillis);
@@ -117,6 +135,10 @@ public final class GroupCommitter {
     this.maxWaitNanos = TimeUnit.MILLISECONDS.toNanos(maxWaitMillis);
     this.waveNanos = TimeUnit.MILLISECONDS.toNanos(waveMillis);
     this.catalog = SegmentCatalog.of(storage);
+    this.journal =
+        journal != null && SegmentJournalWriter.canAppend(storage)
+            ? new SegmentJournalWriter(storage, journal, System::currentTimeMillis)
+            : null;
   }
 
   /**
@@ -125,6 +147,16 @@ public final class GroupCommitter {
    */
   public static GroupCommitter shared(
       Storage storage, HedgedWriter hedger, long maxWaitMillis, long waveMillis) {
+    return shared(storage, hedger, maxWaitMillis, waveMillis, null);
+  }
+
+  /** As {@link #shared(Storage, HedgedWriter, long, long)}, appending to a journal if given. */
+  public static GroupCommitter shared(
+      Storage storage,
+      HedgedWriter hedger,
+      long maxWaitMillis,
+      long waveMillis,
+      SegmentJournalSettings journal) {
     String key =
         System.identityHashCode(storage)
             + "/"
@@ -132,11 +164,13 @@ public final class GroupCommitter {
             + "/"
             + maxWaitMillis
             + "/"
-            + waveMillis;
+            + waveMillis
+            + "/"
+            + journal;
     synchronized (SHARED) {
       GroupCommitter existing = SHARED.get(key);
       if (existing == null || existing.storage != storage || existing.hedger != hedger) {
-        existing = new GroupCommitter(storage, hedger, maxWaitMillis, waveMillis);
+        existing = new GroupCommitter(storage, hedger, maxWaitMillis, waveMillis, journal);
         SHARED.put(key, existing);
       }
       return existing;
@@ -150,6 +184,16 @@ public final class GroupCommitter {
   /** Segments this committer published. */
   public long segmentsWritten() {
     return segmentsWritten.get();
+  }
+
+  /** Whether segments go to a journal (the storage can append and a journal was asked for). */
+  public boolean appendsToJournal() {
+    return journal != null;
+  }
+
+  /** Segments appended to a journal (of {@link #segmentsWritten()}). */
+  public long journalAppends() {
+    return journal == null ? 0 : journal.appends();
   }
 
   /** Commits published in those segments (members / segments is the grouping achieved). */
@@ -284,7 +328,24 @@ public final class GroupCommitter {
       name = SegmentCatalog.name(group.version, id);
       byte[] payload = segment.encode();
       try {
-        if (hedger != null && hedger.policy().isEnabled()) {
+        HedgeCopy file = HedgeCopy.create(storage, name);
+        if (journal != null && hedger != null && hedger.policy().isEnabled()) {
+          // The append is the primary; a late or failed one is hedged by a segment file.
+          published =
+              hedger.publish(
+                  journal.copy(id, file),
+                  HedgeCopy.create(storage, SegmentCatalog.hedgeName(group.version, id)),
+                  FramedFile.frame(FileKind.SEGMENT, payload));
+          name = published.name();
+        } else if (journal != null) {
+          byte[] framed = FramedFile.frame(FileKind.SEGMENT, payload);
+          String record = journal.append(id, framed);
+          if (record != null) {
+            name = record;
+          } else {
+            file.write(framed);
+          }
+        } else if (hedger != null && hedger.policy().isEnabled()) {
           published =
               hedger.publish(
                   storage,

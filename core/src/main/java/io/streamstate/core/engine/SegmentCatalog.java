@@ -39,6 +39,9 @@ import org.slf4j.LoggerFactory;
  *
  * A segment member is one more candidate commit of its store (docs/protocol.md, "Group commit"):
  * loads read it like a changelog and follow the same parent ids.
+ *
+ * <p>Segments appended to a journal ({@link SegmentJournalReader}) are listed here like segment
+ * files, each under a record name ({@code <journal>@<offset>}); reading a member reads its record.
  */
 public final class SegmentCatalog {
   private static final Logger LOG = LoggerFactory.getLogger(SegmentCatalog.class);
@@ -63,6 +66,11 @@ public final class SegmentCatalog {
   public record SegmentFile(SegmentName name, long lastModifiedMillis) {}
 
   private final Storage storage;
+  private final SegmentJournalReader journals;
+
+  /** Journals a writer of this process may still append to: never swept. */
+  private final java.util.Set<String> openJournals = ConcurrentHashMap.newKeySet();
+
   private final Map<String, Segment.Index> indexes = new ConcurrentHashMap<>();
   private final LinkedHashMap<String, Decoded> decoded = new LinkedHashMap<>(16, 0.75f, true);
   private long decodedBytes;
@@ -71,6 +79,7 @@ public final class SegmentCatalog {
 
   private SegmentCatalog(Storage storage) {
     this.storage = storage;
+    this.journals = new SegmentJournalReader(storage);
   }
 
   /** The catalog of {@code storage} in this process. */
@@ -105,18 +114,52 @@ public final class SegmentCatalog {
     return parsed == null ? null : new SegmentName(name, parsed[0], parsed[1], hedge);
   }
 
-  /** Lists the segments by version (one storage list call). */
+  /**
+   * Lists the segments by version (one storage list call), the records of segment journals included
+   * (each journal read on from where this process last stopped).
+   */
   public NavigableMap<Long, List<SegmentFile>> list() {
+    return list(storage.list(SEGMENT_DIR));
+  }
+
+  private NavigableMap<Long, List<SegmentFile>> list(List<FileInfo> listed) {
     NavigableMap<Long, List<SegmentFile>> byVersion = new TreeMap<>();
-    for (FileInfo f : storage.list(SEGMENT_DIR)) {
+    for (FileInfo f : listed) {
       SegmentName n = parse(f.name());
       if (n != null) {
         byVersion
             .computeIfAbsent(n.version(), v -> new ArrayList<>())
             .add(new SegmentFile(n, f.lastModifiedMillis()));
+      } else if (SegmentJournalReader.parseJournal(f.name()) != null) {
+        for (SegmentJournalReader.Record r : journals.records(f.name())) {
+          indexes.putIfAbsent(r.name(), r.index());
+          long version = r.index().version();
+          byVersion
+              .computeIfAbsent(version, v -> new ArrayList<>())
+              .add(
+                  new SegmentFile(
+                      new SegmentName(r.name(), version, r.segmentId(), false),
+                      f.lastModifiedMillis()));
+        }
       }
     }
     return byVersion;
+  }
+
+  /** A journal this process's writer opened: the sweep leaves it alone until it is closed. */
+  void journalOpened(String name) {
+    openJournals.add(name);
+  }
+
+  void journalClosed(String name) {
+    openJournals.remove(name);
+  }
+
+  /** How errors name a segment file or a journal record. */
+  String location(String name) {
+    return SegmentJournalReader.isRecord(name)
+        ? journals.location(name)
+        : FramedFile.location(storage, name);
   }
 
   /**
@@ -130,7 +173,12 @@ public final class SegmentCatalog {
     if (cached != null) {
       return cached;
     }
-    String location = FramedFile.location(storage, name);
+    String location = location(name);
+    if (SegmentJournalReader.isRecord(name)) {
+      Segment.Index index = decoded(name).index();
+      indexes.put(name, index);
+      return index;
+    }
     Segment.Index index;
     try (InputStream in = FramedFile.openPayloadPrefix(storage, name, FileKind.SEGMENT)) {
       index = Segment.readIndex(in, location);
@@ -170,7 +218,7 @@ public final class SegmentCatalog {
   public Changelog member(String name, String storePrefix, long commitId) {
     Decoded d = decoded(name);
     Segment segment = d.segment();
-    String location = FramedFile.location(storage, name);
+    String location = location(name);
     for (Segment.Member m : segment.members()) {
       if (m.storePrefix().equals(storePrefix) && m.commitId() == commitId) {
         String where = location + " (member " + storePrefix + ")";
@@ -193,7 +241,17 @@ public final class SegmentCatalog {
   }
 
   /** A verified segment and the format version that says how its members store changes. */
-  private record Decoded(Segment segment, int formatVersion) {}
+  private record Decoded(Segment segment, int formatVersion) {
+    Segment.Index index() {
+      List<Segment.IndexEntry> entries = new ArrayList<>();
+      for (Segment.Member m : segment.members()) {
+        entries.add(
+            new Segment.IndexEntry(
+                m.storePrefix(), m.commitId(), m.parentId(), m.changelog().length));
+      }
+      return new Segment.Index(segment.version(), entries);
+    }
+  }
 
   private Decoded decoded(String name) {
     synchronized (decoded) {
@@ -202,8 +260,11 @@ public final class SegmentCatalog {
         return d;
       }
     }
-    String location = FramedFile.location(storage, name);
-    FramedFile.Payload payload = FramedFile.read(storage, name, FileKind.SEGMENT);
+    String location = location(name);
+    FramedFile.Payload payload =
+        SegmentJournalReader.isRecord(name)
+            ? journals.readRecord(name)
+            : FramedFile.read(storage, name, FileKind.SEGMENT);
     Decoded d = new Decoded(Segment.decode(payload.bytes(), location), payload.formatVersion());
     synchronized (decoded) {
       if (decoded.put(name, d) == null) {
@@ -278,12 +339,14 @@ public final class SegmentCatalog {
       lastSweepMillis = System.currentTimeMillis();
       parentsRead.clear();
       long now = System.currentTimeMillis();
-      NavigableMap<Long, List<SegmentFile>> listed = list();
+      List<FileInfo> files = storage.list(SEGMENT_DIR);
+      NavigableMap<Long, List<SegmentFile>> listed = list(files);
       Map<String, List<Member>> byStore = new HashMap<>();
       Map<SegmentFile, Segment.Index> readable = new LinkedHashMap<>();
       List<String> toDelete = new ArrayList<>();
-      for (List<SegmentFile> files : listed.values()) {
-        for (SegmentFile f : files) {
+      java.util.Set<String> liveJournals = new java.util.HashSet<>();
+      for (List<SegmentFile> ofVersion : listed.values()) {
+        for (SegmentFile f : ofVersion) {
           try {
             Segment.Index index = index(f.name().name());
             readable.put(f, index);
@@ -293,7 +356,8 @@ public final class SegmentCatalog {
                   .add(new Member(f, e.commitId(), e.parentId()));
             }
           } catch (CorruptFileException unreadable) {
-            if (now - f.lastModifiedMillis() >= options.tornFileGraceMillis()) {
+            if (now - f.lastModifiedMillis() >= options.tornFileGraceMillis()
+                && !SegmentJournalReader.isRecord(f.name().name())) {
               LOG.warn("Removing unreadable segment left by a crashed writer: {}", unreadable);
               toDelete.add(f.name().name());
             }
@@ -315,12 +379,43 @@ public final class SegmentCatalog {
             break;
           }
         }
-        if (dead) {
-          toDelete.add(e.getKey().name().name());
+        String name = e.getKey().name().name();
+        if (SegmentJournalReader.isRecord(name)) {
+          if (!dead) {
+            liveJournals.add(SegmentJournalReader.journalOf(name));
+          }
+        } else if (dead) {
+          toDelete.add(name);
+        }
+      }
+      // A journal goes as a whole: once every record in it is dead, and once no writer can still
+      // append to it (its close-by time plus the grace period has passed).
+      for (FileInfo f : files) {
+        SegmentJournalReader.JournalName j = SegmentJournalReader.parseJournal(f.name());
+        if (j != null
+            && !liveJournals.contains(f.name())
+            && !openJournals.contains(f.name())
+            && now >= j.closeByMillis() + options.tornFileGraceMillis()) {
+          toDelete.add(f.name());
         }
       }
       Storages.deleteAll(storage, toDelete);
       for (String name : toDelete) {
+        if (SegmentJournalReader.parseJournal(name) != null) {
+          journals.forget(name);
+          indexes.keySet().removeIf(n -> n.startsWith(name + "@"));
+          synchronized (decoded) {
+            var it = decoded.entrySet().iterator();
+            while (it.hasNext()) {
+              var d = it.next();
+              if (d.getKey().startsWith(name + "@")) {
+                decodedBytes -= bytesOf(d.getValue().segment());
+                it.remove();
+              }
+            }
+          }
+          continue;
+        }
         indexes.remove(name);
         synchronized (decoded) {
           Decoded d = decoded.remove(name);

@@ -317,6 +317,20 @@ public final class FramedFile {
     }
   }
 
+  /**
+   * Checks a frame's 8-byte header (magic, format version, kind) read on its own, as a reader that
+   * steps through a segment journal does; returns the format version.
+   *
+   * @throws CorruptFileException not a frame of {@code expected}
+   * @throws UnsupportedException a newer format version
+   */
+  public static int checkHeaderBytes(byte[] header, FileKind expected, String location) {
+    if (header.length < HEADER_LENGTH) {
+      throw new CorruptFileException(location + " is corrupt: its frame header is cut short");
+    }
+    return checkHeader(header, expected, location);
+  }
+
   /** Checks magic, version and kind; returns the format version. */
   private static int checkHeader(byte[] header, FileKind expected, String location) {
     if (!Arrays.equals(header, 0, 4, HEADER_MAGIC, 0, 4)) {

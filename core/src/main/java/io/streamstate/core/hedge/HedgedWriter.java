@@ -4,7 +4,6 @@ import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
-import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.Storage;
 import java.time.Duration;
 import java.util.Objects;
@@ -101,43 +100,50 @@ public final class HedgedWriter {
     Objects.requireNonNull(storage, "storage");
     Objects.requireNonNull(primaryName, "primaryName");
     Objects.requireNonNull(alternateName, "alternateName");
-    Objects.requireNonNull(content, "content");
     if (primaryName.equals(alternateName)) {
       throw new IllegalArgumentException(
           "The alternate name must differ from the primary name: " + primaryName);
     }
+    return publish(
+        HedgeCopy.create(storage, primaryName), HedgeCopy.create(storage, alternateName), content);
+  }
+
+  /**
+   * As {@link #publish(Storage, String, String, byte[])}, with the two copies given as {@link
+   * HedgeCopy}s (a journal append as the primary, for example). A complete losing copy is {@link
+   * HedgeCopy#discard discarded}; one that cannot be is counted in {@code losersLeft}.
+   */
+  public HedgedPublish publish(HedgeCopy primary, HedgeCopy alternate, byte[] content) {
+    Objects.requireNonNull(primary, "primary");
+    Objects.requireNonNull(alternate, "alternate");
+    Objects.requireNonNull(content, "content");
     if (Thread.currentThread().isInterrupted()) {
       throw new RetryableException(
-          "Interrupted before publishing "
-              + storage.describe()
-              + "/"
-              + primaryName
-              + " (nothing was started)");
+          "Interrupted before publishing " + primary.describe() + " (nothing was started)");
     }
     policy.recordWrite();
     if (!policy.isEnabled()) {
-      return publishUnhedged(storage, primaryName, content);
+      return publishUnhedged(primary, content);
     }
-    return new Race(storage, primaryName, alternateName, content).run(policy.deadlineNanos());
+    return new Race(primary, alternate, content).run(policy.deadlineNanos());
   }
 
-  private HedgedPublish publishUnhedged(Storage storage, String name, byte[] content) {
+  private HedgedPublish publishUnhedged(HedgeCopy copy, byte[] content) {
     long start = System.nanoTime();
+    String name;
     try {
-      storage.create(name, ContentWriter.ofBytes(content));
+      name = copy.write(content);
     } catch (FileAlreadyExistsException e) {
-      throw new OutcomeUnknownException(alreadyExists(storage, name), e);
+      throw new OutcomeUnknownException(alreadyExists(copy), e);
     }
     long latency = System.nanoTime() - start;
     policy.recordLatencyNanos(latency);
     return new HedgedPublish(name, false, false, Duration.ofNanos(latency));
   }
 
-  private static String alreadyExists(Storage storage, String name) {
+  private static String alreadyExists(HedgeCopy copy) {
     return "Cannot publish "
-        + storage.describe()
-        + "/"
-        + name
+        + copy.describe()
         + ": the attempt-unique name already exists, so an earlier try of it may have published"
         + " it; read it back";
   }
@@ -149,8 +155,8 @@ public final class HedgedWriter {
 
   /** The state of one publish: its two copies and who won. Its monitor guards all fields. */
   private final class Race {
-    private final Storage storage;
-    private final String[] names;
+    private final HedgeCopy[] copies;
+    private final String[] written = new String[2];
     private final byte[] content;
     private final long startNanos = System.nanoTime();
     private final boolean[] started = new boolean[2];
@@ -160,9 +166,8 @@ public final class HedgedWriter {
     private long winnerLatencyNanos;
     private String noHedgeReason = "";
 
-    Race(Storage storage, String primaryName, String alternateName, byte[] content) {
-      this.storage = storage;
-      this.names = new String[] {primaryName, alternateName};
+    Race(HedgeCopy primary, HedgeCopy alternate, byte[] content) {
+      this.copies = new HedgeCopy[] {primary, alternate};
       this.content = content;
     }
 
@@ -200,7 +205,7 @@ public final class HedgedWriter {
         throw new OutcomeUnknownException(
             "Interrupted while publishing "
                 + where(PRIMARY)
-                + (started[ALTERNATE] ? " (hedged as " + names[ALTERNATE] + ")" : "")
+                + (started[ALTERNATE] ? " (hedged as " + where(ALTERNATE) + ")" : "")
                 + ": the creates already started may still complete; read the names back",
             e);
       }
@@ -220,13 +225,14 @@ public final class HedgedWriter {
         return false;
       }
       policy.metrics().hedgesFired.increment();
+      copies[PRIMARY].hedgeStarted();
       if (afterFailure) {
         policy.metrics().hedgesAfterFailure.increment();
       }
       LOG.debug(
           "Hedging {} as {}: {}",
           where(PRIMARY),
-          names[ALTERNATE],
+          where(ALTERNATE),
           afterFailure ? "it failed" : "it passed its deadline");
       return true;
     }
@@ -248,8 +254,9 @@ public final class HedgedWriter {
     /** Runs on the executor: one create, then the decision and, for a loser, its cleanup. */
     private void create(int copy, long submittedNanos) {
       Throwable failure = null;
+      String name = null;
       try {
-        storage.create(names[copy], ContentWriter.ofBytes(content));
+        name = copies[copy].write(content);
       } catch (Throwable t) { // handed to the waiting caller; an Error is rethrown below too
         failure = t;
       }
@@ -261,6 +268,7 @@ public final class HedgedWriter {
       synchronized (this) {
         done[copy] = true;
         failures[copy] = failure;
+        written[copy] = name;
         HedgeMetrics metrics = policy.metrics();
         if (failure == null && winner < 0) {
           winner = copy;
@@ -286,8 +294,15 @@ public final class HedgedWriter {
     }
 
     private void cleanUp(int copy) {
+      String name;
+      synchronized (this) {
+        name = written[copy];
+      }
       try {
-        storage.delete(names[copy]);
+        if (!copies[copy].discard(name)) {
+          policy.metrics().losersLeft.increment();
+          return;
+        }
         policy.metrics().losersCleaned.increment();
         LOG.debug("Deleted {}, the losing copy of a hedged write", where(copy));
       } catch (RuntimeException e) {
@@ -301,7 +316,7 @@ public final class HedgedWriter {
 
     private HedgedPublish result() {
       return new HedgedPublish(
-          names[winner],
+          written[winner],
           started[ALTERNATE],
           winner == ALTERNATE,
           Duration.ofNanos(winnerLatencyNanos));
@@ -323,7 +338,7 @@ public final class HedgedWriter {
       StringBuilder what = new StringBuilder("Cannot publish ").append(where(PRIMARY));
       if (alternate != null) {
         what.append(" or its hedge ")
-            .append(names[ALTERNATE])
+            .append(where(ALTERNATE))
             .append(": the primary failed (")
             .append(describe(primary))
             .append("), the hedge failed (")
@@ -354,7 +369,7 @@ public final class HedgedWriter {
     }
 
     private String where(int copy) {
-      return storage.describe() + "/" + names[copy];
+      return copies[copy].describe();
     }
   }
 

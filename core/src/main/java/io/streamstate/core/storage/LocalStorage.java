@@ -28,8 +28,11 @@ import java.util.stream.Stream;
  * new name itself survives a crash. A failed write deletes what it created (it owns the name), so
  * the only partial files a reader can ever meet are those of a writer that is still writing or that
  * died mid-write.
+ *
+ * <p>{@link #createAppendable} creates the same way and syncs each append with {@code fdatasync}
+ * ({@code FileChannel.force(false)}), which covers the data and the file's length.
  */
-public final class LocalStorage implements Storage {
+public final class LocalStorage implements Storage, SupportsAppend {
   private final Path root;
 
   public LocalStorage(Path root) {
@@ -71,6 +74,115 @@ public final class LocalStorage implements Storage {
       throw new RetryableException("Cannot write " + path + ": " + e, e);
     }
     forceDirectory(path.getParent());
+  }
+
+  @Override
+  public boolean appendSupported() {
+    return true;
+  }
+
+  @Override
+  public AppendableFile createAppendable(String name) {
+    Path path = resolve(name);
+    try {
+      Files.createDirectories(path.getParent());
+    } catch (IOException e) {
+      throw new RetryableException("Cannot create directory for " + path + ": " + e, e);
+    }
+    FileChannel channel;
+    try {
+      channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      throw new FileAlreadyExistsException(name);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot create " + path + ": " + e, e);
+    }
+    try {
+      forceDirectory(path.getParent());
+    } catch (RuntimeException e) {
+      try {
+        channel.close();
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
+    return new LocalAppendableFile(name, path, channel);
+  }
+
+  /** An appendable file on local disk: each append is written and forced before it returns. */
+  private static final class LocalAppendableFile implements AppendableFile {
+    private final String name;
+    private final Path path;
+    private final FileChannel channel;
+    private long length;
+    private volatile boolean open = true;
+
+    LocalAppendableFile(String name, Path path, FileChannel channel) {
+      this.name = name;
+      this.path = path;
+      this.channel = channel;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public synchronized long append(byte[] bytes) {
+      if (!open) {
+        throw new IllegalStateException(path + " is closed for appends");
+      }
+      long offset = length;
+      try {
+        java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(bytes);
+        while (buffer.hasRemaining()) {
+          channel.write(buffer);
+        }
+        channel.force(false);
+      } catch (IOException | RuntimeException e) {
+        closeQuietly();
+        throw new OutcomeUnknownException(
+            "Cannot append "
+                + bytes.length
+                + " bytes to "
+                + path
+                + " at offset "
+                + offset
+                + ": "
+                + e
+                + "; a prefix of them may be in the file",
+            e);
+      }
+      length += bytes.length;
+      return offset;
+    }
+
+    @Override
+    public synchronized long length() {
+      return length;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return open;
+    }
+
+    /** Not synchronized: closing ends an append stalled in the kernel (it then fails). */
+    @Override
+    public void close() {
+      closeQuietly();
+    }
+
+    private void closeQuietly() {
+      open = false;
+      try {
+        channel.close();
+      } catch (IOException e) {
+        // every completed append was forced already: nothing is lost by a failed close
+      }
+    }
   }
 
   private static void deleteAfterFailedCreate(Path path, Exception cause) {

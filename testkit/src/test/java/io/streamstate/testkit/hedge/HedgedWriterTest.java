@@ -207,7 +207,14 @@ class HedgedWriterTest {
     assertThatThrownBy(() -> writer.publish(storage, PRIMARY, ALTERNATE, content))
         .isInstanceOf(RetryableException.class)
         .hasMessageStartingWith(
-            "Cannot publish " + storage.describe() + "/" + PRIMARY + " or its hedge " + ALTERNATE)
+            "Cannot publish "
+                + storage.describe()
+                + "/"
+                + PRIMARY
+                + " or its hedge "
+                + storage.describe()
+                + "/"
+                + ALTERNATE)
         .hasMessageEndingWith("; nothing was published")
         .satisfies(
             e -> {

@@ -1,0 +1,59 @@
+package io.streamstate.core.hedge;
+
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.Storage;
+import java.util.Objects;
+
+/**
+ * One way a hedged write makes its bytes durable: usually the create of a new file under an
+ * attempt-unique name; for group commits, also an append to this process's segment journal. The two
+ * copies of one publish hold the same bytes, and readers accept either.
+ */
+public interface HedgeCopy {
+
+  /**
+   * Makes {@code content} durable; returns the name it can be read back under.
+   *
+   * @throws io.streamstate.core.error.RetryableException failed, nothing published
+   * @throws io.streamstate.core.error.OutcomeUnknownException may or may not be published
+   * @throws io.streamstate.core.error.FileAlreadyExistsException the attempt-unique name exists
+   */
+  String write(byte[] content);
+
+  /**
+   * Removes the copy {@link #write} published under {@code name} after it lost the race.
+   *
+   * @return false if this kind of copy cannot be removed (it is left for retention)
+   */
+  boolean discard(String name);
+
+  /** Called at most once, when a hedge starts because this copy is late or failed. */
+  default void hedgeStarted() {}
+
+  /** Where this copy goes, for messages. */
+  String describe();
+
+  /** The usual copy: {@code storage.create(name)}, discarded by deleting it. */
+  static HedgeCopy create(Storage storage, String name) {
+    Objects.requireNonNull(storage, "storage");
+    Objects.requireNonNull(name, "name");
+    return new HedgeCopy() {
+      @Override
+      public String write(byte[] content) {
+        storage.create(name, ContentWriter.ofBytes(content));
+        return name;
+      }
+
+      @Override
+      public boolean discard(String written) {
+        storage.delete(written);
+        return true;
+      }
+
+      @Override
+      public String describe() {
+        return storage.describe() + "/" + name;
+      }
+    };
+  }
+}
