@@ -1,9 +1,11 @@
 package io.streamstate.hadoop;
 
 import java.io.FileNotFoundException;
+import java.io.FilterOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.net.URI;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -24,6 +26,8 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.ParentNotDirectoryException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.fs.StreamCapabilities;
+import org.apache.hadoop.fs.Syncable;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.util.Progressable;
 
@@ -38,6 +42,10 @@ import org.apache.hadoop.util.Progressable;
  *
  * <p>A subclass that sets {@link #declaresExclusiveCreate} to false plays a store without
  * create-if-absent.
+ *
+ * <p>Its output streams declare {@code hsync} (a {@code FileChannel.force}), and the file system
+ * declares {@value CreateIfAbsent#APPEND_HSYNC_CAPABILITY}, as HDFS would: {@link HadoopStorage}
+ * appends its segment journals here through Hadoop's stream API.
  */
 public class ExclusiveCreateLocalFileSystem extends FileSystem {
   private URI uri = URI.create("exclfs:///");
@@ -45,6 +53,9 @@ public class ExclusiveCreateLocalFileSystem extends FileSystem {
 
   /** Whether {@link #hasPathCapability} declares the exclusive-create capability. */
   protected boolean declaresExclusiveCreate = true;
+
+  /** Whether {@link #hasPathCapability} declares that open streams can be appended and synced. */
+  protected boolean declaresAppendHsync = true;
 
   @Override
   public void initialize(URI name, Configuration conf) throws IOException {
@@ -79,6 +90,9 @@ public class ExclusiveCreateLocalFileSystem extends FileSystem {
     if (CreateIfAbsent.EXCLUSIVE_CREATE_CAPABILITY.equals(capability)) {
       return declaresExclusiveCreate;
     }
+    if (CreateIfAbsent.APPEND_HSYNC_CAPABILITY.equals(capability)) {
+      return declaresAppendHsync;
+    }
     return super.hasPathCapability(path, capability);
   }
 
@@ -112,16 +126,53 @@ public class ExclusiveCreateLocalFileSystem extends FileSystem {
     if (Files.isDirectory(p)) {
       throw new FileAlreadyExistsException(f + " is a directory");
     }
-    OutputStream out;
+    FileChannel channel;
     try {
-      out =
+      channel =
           overwrite
-              ? Files.newOutputStream(p)
-              : Files.newOutputStream(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+              ? FileChannel.open(
+                  p,
+                  StandardOpenOption.CREATE,
+                  StandardOpenOption.TRUNCATE_EXISTING,
+                  StandardOpenOption.WRITE)
+              : FileChannel.open(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
     } catch (java.nio.file.FileAlreadyExistsException e) {
       throw new FileAlreadyExistsException(f + " already exists");
     }
-    return new FSDataOutputStream(out, statistics);
+    return new FSDataOutputStream(new SyncableStream(channel), statistics);
+  }
+
+  /** Writes straight to the file (readers see every write); {@code hsync} forces it to disk. */
+  private static final class SyncableStream extends FilterOutputStream
+      implements Syncable, StreamCapabilities {
+    private final FileChannel channel;
+
+    SyncableStream(FileChannel channel) {
+      super(Channels.newOutputStream(channel));
+      this.channel = channel;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len); // FilterOutputStream would write byte by byte
+    }
+
+    @Override
+    public void hflush() throws IOException {
+      out.flush();
+    }
+
+    @Override
+    public void hsync() throws IOException {
+      out.flush();
+      channel.force(false);
+    }
+
+    @Override
+    public boolean hasCapability(String capability) {
+      return StreamCapabilities.HSYNC.equals(capability)
+          || StreamCapabilities.HFLUSH.equals(capability);
+    }
   }
 
   @Override

@@ -137,17 +137,28 @@ class BadConfigurationIT {
     Path dir = firstRun("future-format", ReliabilityQuery.OURS);
     copyRemainingInput(dir);
     Path checkpoint = dir.resolve("checkpoint");
-    // Group commit is on by default: the newest commits are in the newest segment.
-    Path changelog;
+    // Group commit appends to a segment journal by default: the newest commits are the journals'
+    // newest record.
+    long[] newest = {-1, -1};
+    Path changelog = null;
     try (java.util.stream.Stream<Path> segments =
         java.nio.file.Files.list(checkpoint.resolve("state/_segments"))) {
-      changelog =
-          segments
-              .filter(p -> p.getFileName().toString().endsWith(".segment"))
-              .max(java.util.Comparator.comparingLong(CorruptionIT::versionOf))
-              .orElseThrow();
+      for (Path journal :
+          segments.filter(p -> p.getFileName().toString().endsWith(".journal")).toList()) {
+        ByteBuffer b = ByteBuffer.wrap(Files.readAllBytes(journal));
+        for (int at = 8; at + 16 <= b.capacity() && at + 16 + b.getInt(at) <= b.capacity(); ) {
+          long version = b.getLong(at + 16 + 8 + 4); // frame header, index length, version
+          if (version > newest[0]) {
+            newest[0] = version;
+            newest[1] = at;
+            changelog = journal;
+          }
+          at += 16 + b.getInt(at);
+        }
+      }
     }
-    rewriteFormatVersion(changelog, 3);
+    assertThat(changelog).as("a journal record").isNotNull();
+    rewriteRecordFormatVersion(changelog, (int) newest[1], 3);
 
     String text =
         failureText(
@@ -164,14 +175,20 @@ class BadConfigurationIT {
         .contains("Upgrade");
   }
 
-  /** Sets the frame's format version byte and recomputes the CRC (docs/format.md, "Frame"). */
-  private static void rewriteFormatVersion(Path file, int version) throws IOException {
-    byte[] bytes = Files.readAllBytes(file);
-    bytes[4] = (byte) version;
+  /**
+   * Sets the format version byte of the frame in the journal record at {@code offset} and
+   * recomputes the frame's CRC (docs/format.md, "Segment journal", "Frame").
+   */
+  private static void rewriteRecordFormatVersion(Path journal, int offset, int version)
+      throws IOException {
+    byte[] bytes = Files.readAllBytes(journal);
+    int frame = offset + 16;
+    int length = ByteBuffer.wrap(bytes).getInt(offset);
+    bytes[frame + 4] = (byte) version;
     CRC32C crc = new CRC32C();
-    crc.update(bytes, 0, bytes.length - 16);
-    ByteBuffer.wrap(bytes, bytes.length - 8, 4).putInt((int) crc.getValue());
-    Files.write(file, bytes);
+    crc.update(bytes, frame, length - 16);
+    ByteBuffer.wrap(bytes, frame + length - 8, 4).putInt((int) crc.getValue());
+    Files.write(journal, bytes);
   }
 
   @Test

@@ -68,7 +68,13 @@ public class FaultInjectingFileSystem extends ExclusiveCreateLocalFileSystem {
     FSDataOutputStream out =
         super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
     if (fault == null) {
-      return out;
+      return new FSDataOutputStream(new SyncFaultStream(out, f, toLocal(f)), null);
+    }
+    if (f.getName().endsWith(".journal")) {
+      // A journal is created empty and appended to later: the create itself fails after taking
+      // the name (the empty journal is left for the sweep).
+      out.close();
+      throw after(fault, FaultPlan.Op.CREATE, f);
     }
     if (fault.kind() == FaultPlan.Kind.TORN) {
       return new FSDataOutputStream(new TornStream(out, fault, f), null);
@@ -105,6 +111,78 @@ public class FaultInjectingFileSystem extends ExclusiveCreateLocalFileSystem {
       throw after(fault, FaultPlan.Op.DELETE, f);
     }
     return deleted;
+  }
+
+  /**
+   * A stream whose {@code hsync}s are calls the plan may fail: before syncing (the bytes written
+   * may still be in the file, as on HDFS after a pipeline error), after syncing, torn (the file is
+   * cut to what was synced before plus half of what this sync was to sync), or stalled.
+   */
+  private final class SyncFaultStream extends OutputStream
+      implements org.apache.hadoop.fs.Syncable, org.apache.hadoop.fs.StreamCapabilities {
+    private final FSDataOutputStream out;
+    private final Path path;
+    private final java.nio.file.Path local;
+    private long written;
+    private long synced;
+
+    SyncFaultStream(FSDataOutputStream out, Path path, java.nio.file.Path local) {
+      this.out = out;
+      this.path = path;
+      this.local = local;
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      out.write(b);
+      written++;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      out.write(b, off, len);
+      written += len;
+    }
+
+    @Override
+    public void flush() throws IOException {
+      out.flush();
+    }
+
+    @Override
+    public void hflush() throws IOException {
+      out.hflush();
+    }
+
+    @Override
+    public void hsync() throws IOException {
+      FaultPlan.StorageFault fault = before(FaultPlan.Op.SYNC, path);
+      if (fault != null && fault.kind() == FaultPlan.Kind.TORN) {
+        out.flush();
+        long keep = synced + (written - synced) / 2;
+        try (java.nio.channels.FileChannel ch =
+            java.nio.channels.FileChannel.open(local, java.nio.file.StandardOpenOption.WRITE)) {
+          ch.truncate(keep);
+          ch.force(false);
+        }
+        throw new IOException("Injected fault " + fault + ": torn sync of " + path);
+      }
+      out.hsync();
+      if (fault != null) {
+        throw after(fault, FaultPlan.Op.SYNC, path);
+      }
+      synced = written;
+    }
+
+    @Override
+    public boolean hasCapability(String capability) {
+      return out.hasCapability(capability);
+    }
+
+    @Override
+    public void close() throws IOException {
+      out.close();
+    }
   }
 
   /** Writes everything, closes (the file is complete), then fails. */

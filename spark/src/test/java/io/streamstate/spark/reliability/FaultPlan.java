@@ -26,7 +26,9 @@ final class FaultPlan {
     CREATE,
     OPEN,
     LIST,
-    DELETE
+    DELETE,
+    /** An {@code hsync} of an open stream: a segment journal's append, or a file's last write. */
+    SYNC
   }
 
   /** Which checkpoint file an operation is on. */
@@ -34,15 +36,20 @@ final class FaultPlan {
     CHANGELOG,
     SNAPSHOT,
     SST,
+    /** Group commits: segment journals and segment files under {@code state/_segments}. */
+    SEGMENTS,
     OFFSETS,
     COMMITS,
     OTHER;
 
     boolean ours() {
-      return this == CHANGELOG || this == SNAPSHOT || this == SST;
+      return this == CHANGELOG || this == SNAPSHOT || this == SST || this == SEGMENTS;
     }
 
     static Target of(String path) {
+      if (path.contains("/state/_segments/") || path.endsWith("/state/_segments")) {
+        return SEGMENTS;
+      }
       if (path.contains("/state/")) {
         if (path.contains("/changelog/") || path.endsWith("/changelog")) {
           return CHANGELOG;
@@ -146,21 +153,36 @@ final class FaultPlan {
     // Spark's offsets and commits once a batch.
     Target target =
         switch (r.nextInt(10)) {
-          case 0, 1, 2, 3 -> Target.CHANGELOG;
+          case 0, 1 -> Target.CHANGELOG;
+          case 2, 3 -> Target.SEGMENTS;
           case 4 -> Target.SNAPSHOT;
           case 5 -> Target.SST;
           case 6 -> Target.OFFSETS;
           case 7 -> Target.COMMITS;
           default -> Target.OTHER;
         };
+    int opDraw = r.nextInt(10);
     Op op =
-        switch (r.nextInt(10)) {
-          case 0, 1, 2, 3, 4, 5 -> Op.CREATE;
-          case 6, 7 -> Op.OPEN;
-          case 8 -> Op.LIST;
-          default -> Op.DELETE;
-        };
-    int perBatch = target.ours() || target == Target.OTHER ? 12 : 1;
+        target == Target.SEGMENTS
+            // Group commits append to a journal (a sync each); journals and hedges are created
+            // rarely.
+            ? switch (opDraw) {
+              case 0, 1, 2, 3, 4 -> Op.SYNC;
+              case 5, 6 -> Op.CREATE;
+              case 7 -> Op.OPEN;
+              case 8 -> Op.LIST;
+              default -> Op.DELETE;
+            }
+            : switch (opDraw) {
+              case 0, 1, 2, 3, 4, 5 -> Op.CREATE;
+              case 6, 7 -> Op.OPEN;
+              case 8 -> Op.LIST;
+              default -> Op.DELETE;
+            };
+    int perBatch =
+        target == Target.SEGMENTS
+            ? (op == Op.SYNC ? 3 : 1)
+            : target.ours() || target == Target.OTHER ? 12 : 1;
     int nth = 1 + r.nextInt(Math.max(1, perBatch * batches));
     Kind kind =
         switch (r.nextInt(8)) {
@@ -169,7 +191,8 @@ final class FaultPlan {
           case 5 -> Kind.STALL;
           // A torn file of Spark's own logs cannot be recovered without a hand (spark/README.md,
           // "Caveat"): torn files only where the provider promises to handle them.
-          default -> op == Op.CREATE && target.ours() ? Kind.TORN : Kind.ERROR_BEFORE;
+          default ->
+              (op == Op.CREATE || op == Op.SYNC) && target.ours() ? Kind.TORN : Kind.ERROR_BEFORE;
         };
     return new StorageFault(op, target, nth, kind);
   }
