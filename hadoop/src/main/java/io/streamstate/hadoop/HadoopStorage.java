@@ -64,7 +64,8 @@ import org.slf4j.LoggerFactory;
  *   <tr><td>local ({@code RawLocalFileSystem}, {@code LocalFileSystem})</td>
  *       <td>{@code java.nio} {@code CREATE_NEW} ({@code O_EXCL}) through the core's {@link
  *       LocalStorage}: Hadoop's local {@code create(overwrite=false)} is exists-then-truncate, not
- *       atomic, and forks {@code chmod} per file</td>
+ *       atomic, and forks {@code chmod} per file (and every other call goes through it too: its
+ *       listing forks {@code ls} per file)</td>
  *       <td>in {@code create}</td></tr>
  * </table>
  *
@@ -295,6 +296,59 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
     return new HadoopAppendableFile(name, out);
   }
 
+  /**
+   * Whether {@link #fence} works here: local file systems, and file systems that recover leases.
+   */
+  public boolean canFence() {
+    return method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE
+        || (appendable && fs instanceof org.apache.hadoop.fs.LeaseRecoverable);
+  }
+
+  /** How long {@link #fence} waits for lease recovery at most. */
+  private static final long FENCE_TIMEOUT_MILLIS = 120_000;
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Local file systems: through {@link LocalStorage} (the file's lock). Elsewhere the file
+   * system must recover leases ({@code org.apache.hadoop.fs.LeaseRecoverable}: HDFS): {@code
+   * recoverLease} is called until the NameNode reports the file closed (block recovery can take
+   * seconds), at most two minutes.
+   */
+  @Override
+  public void fence(String name) {
+    if (method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE) {
+      localCreates.fence(name);
+      return;
+    }
+    if (!appendable || !(fs instanceof org.apache.hadoop.fs.LeaseRecoverable leases)) {
+      throw new UnsupportedException(
+          describe() + " cannot fence a writer: its file system does not recover leases");
+    }
+    Path path = resolve(name);
+    long deadline = System.nanoTime() + FENCE_TIMEOUT_MILLIS * 1_000_000;
+    try {
+      while (!leases.recoverLease(path)) {
+        if (System.nanoTime() > deadline) {
+          throw new RetryableException(
+              "Lease recovery of "
+                  + where(name)
+                  + " did not complete within "
+                  + FENCE_TIMEOUT_MILLIS / 1000
+                  + " s");
+        }
+        Thread.sleep(100);
+      }
+    } catch (FileNotFoundException e) {
+      // nothing to fence
+    } catch (IOException e) {
+      throw new RetryableException("Cannot fence " + where(name) + ": " + e, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new RetryableException("Interrupted while fencing " + where(name), e);
+    }
+  }
+
   /** An open stream that each append writes to and hsyncs. */
   private final class HadoopAppendableFile implements AppendableFile {
     private final String name;
@@ -490,6 +544,9 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
 
   @Override
   public InputStream open(String name) {
+    if (localCreates != null) {
+      return localCreates.open(name); // java.nio: Hadoop's local file system forks per file
+    }
     Path path = resolve(name);
     try {
       return fs.open(path);
@@ -502,6 +559,9 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
 
   @Override
   public boolean delete(String name) {
+    if (localCreates != null) {
+      return localCreates.delete(name);
+    }
     Path path = resolve(name);
     try {
       return fs.delete(path, false);
@@ -513,6 +573,10 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
   @Override
   public void deleteAll(Collection<String> names) {
     if (names.isEmpty()) {
+      return;
+    }
+    if (localCreates != null) {
+      names.forEach(localCreates::delete);
       return;
     }
     List<Path> paths = names.stream().map(this::resolve).toList();
@@ -542,6 +606,11 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
   @Override
   public List<FileInfo> list(String prefix) {
     Objects.requireNonNull(prefix, "prefix");
+    if (localCreates != null) {
+      // java.nio: Hadoop's local listing forks a process per file for its permissions, and fails
+      // on a file deleted while it lists.
+      return localCreates.list(prefix);
+    }
     // List only the deepest directory the prefix names completely; filter the rest by name.
     int slash = prefix.lastIndexOf('/');
     String dirName = slash < 0 ? "" : prefix.substring(0, slash);

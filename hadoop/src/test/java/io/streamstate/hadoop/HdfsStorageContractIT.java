@@ -71,6 +71,22 @@ class HdfsStorageContractIT extends StorageContractTests {
   }
 
   @Test
+  void fencingRecoversTheLeaseSoTheFirstWritersNextAppendFailsAndTheFileStaysAsItWas()
+      throws Exception {
+    HadoopStorage first = (HadoopStorage) storage;
+    io.streamstate.core.storage.AppendableFile writer = first.createAppendable("log.journal");
+    writer.append(utf8("one"));
+    // A restarted driver is another client: it fences the old writer by lease recovery.
+    try (FileSystem otherClient = hdfs.newClient()) {
+      HadoopStorage next = HadoopStorage.open(otherClient, first.root());
+      next.fence("log.journal");
+      assertThatThrownBy(() -> writer.append(utf8("two")))
+          .isInstanceOf(io.streamstate.core.error.StreamStateException.class);
+      assertThat(Storages.readAll(next, "log.journal")).isEqualTo(utf8("one"));
+    }
+  }
+
+  @Test
   void rejectsSecondClientWhileFirstIsStillWriting() throws Exception {
     // Another client (another lease holder), as a second executor would be.
     try (FileSystem otherClient = hdfs.newClient()) {

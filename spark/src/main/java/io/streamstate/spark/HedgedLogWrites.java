@@ -144,6 +144,11 @@ final class HedgedLogWrites {
     return writer.policy().isEnabled();
   }
 
+  /** The hedged writer of log writes, which log journals share. */
+  HedgedWriter writer() {
+    return writer;
+  }
+
   static Path hedgePath(Path entry) {
     return new Path(entry.getParent(), "." + entry.getName() + HEDGE_SUFFIX);
   }

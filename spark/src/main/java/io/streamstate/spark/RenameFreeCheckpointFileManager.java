@@ -153,6 +153,25 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
    */
   private final Map<Path, Set<String>> writtenLogDirs = new ConcurrentHashMap<>();
 
+  /** Whether {@link StreamStateConf#LOG_JOURNAL} asks for log journals (docs/protocol.md). */
+  private final boolean logJournalEnabled;
+
+  /**
+   * Per offset or commit log directory this manager touched: its {@link LogJournal} where entries
+   * are journaled or journals exist, or {@link #PLAIN} where entries are plain files.
+   */
+  private final Map<Path, Object> logModes = new ConcurrentHashMap<>();
+
+  private static final Object PLAIN = new Object();
+
+  /**
+   * Log directories known in this JVM to hold no journal (never enabled there): not listed again.
+   */
+  private static final Set<String> NO_JOURNALS = ConcurrentHashMap.newKeySet();
+
+  /** Stores already warned that they cannot journal: once per JVM and file system. */
+  private static final Set<String> WARNED_NO_JOURNAL = ConcurrentHashMap.newKeySet();
+
   /** Times {@link #exists} answered from {@link #writtenLogDirs}, in this JVM (tests, metrics). */
   private static final java.util.concurrent.atomic.AtomicLong EXISTS_ANSWERED_LOCALLY =
       new java.util.concurrent.atomic.AtomicLong();
@@ -175,6 +194,93 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
             ? new HedgedLogWrites(fs, hadoopConf)
             : null;
+    this.logJournalEnabled =
+        Boolean.parseBoolean(hadoopConf.get(StreamStateConf.LOG_JOURNAL, "false").trim());
+  }
+
+  // ---- log journals (docs/protocol.md, "Spark log journal") ----
+
+  /** Whether {@code dir} is Spark's offset or commit log directory. */
+  private static boolean isSparkLogDir(Path dir) {
+    return dir != null && (dir.getName().equals("offsets") || dir.getName().equals("commits"));
+  }
+
+  /**
+   * The journal of the log directory {@code dir}, or null where its entries are plain files: with
+   * journals enabled on a store that can append and fence, or wherever journals exist (written with
+   * them enabled: read through them until a writer without them writes them out).
+   */
+  private LogJournal logJournal(Path dir) {
+    if (!isSparkLogDir(dir) || method == CreateIfAbsent.Method.SINGLE_WRITER) {
+      return null;
+    }
+    Path qualified = fs.makeQualified(dir);
+    Object mode = logModes.get(qualified);
+    if (mode == null) {
+      mode = decideLogMode(qualified);
+      logModes.put(qualified, mode);
+    }
+    return mode == PLAIN ? null : (LogJournal) mode;
+  }
+
+  private Object decideLogMode(Path dir) {
+    if (logJournalEnabled) {
+      HadoopStorage storage = HadoopStorage.open(fs, dir);
+      if (storage.appendSupported() && storage.canFence()) {
+        return LogJournal.of(storage, hedges == null ? null : hedges.writer());
+      }
+      if (WARNED_NO_JOURNAL.add(fs.getUri().toString())) {
+        LOG.warn(
+            "{} is set but {} cannot append and fence ({}): Spark's log entries are written as"
+                + " files",
+            StreamStateConf.LOG_JOURNAL,
+            fs.getUri(),
+            fs.getClass().getName());
+      }
+    }
+    if (NO_JOURNALS.contains(dir.toString())
+        || method == CreateIfAbsent.Method.CONDITIONAL_CREATE) {
+      return PLAIN;
+    }
+    HadoopStorage storage = HadoopStorage.open(fs, dir);
+    LogJournal journal = LogJournal.of(storage, null);
+    if (journal.hasJournals()) {
+      return journal;
+    }
+    NO_JOURNALS.add(dir.toString());
+    return PLAIN;
+  }
+
+  /** The batch id of a log entry's path. */
+  private static long batchIdOf(Path path) {
+    return Long.parseLong(path.getName());
+  }
+
+  /**
+   * A write of a journaled entry: buffered, and put into the journal at close. A name that exists
+   * is refused here, as a create would refuse it.
+   */
+  private CancellableFSDataOutputStream createJournaled(LogJournal journal, Path path)
+      throws IOException {
+    long batchId = batchIdOf(path);
+    if (journal.exists(batchId)) {
+      throw new FileAlreadyExistsException(path + " already exists");
+    }
+    java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream(512);
+    return new DirectOutputStream(
+        buffer,
+        path,
+        () -> {
+          try {
+            journal.put(batchId, buffer.toByteArray());
+          } catch (io.streamstate.core.error.FileAlreadyExistsException e) {
+            throw nameTaken(path, e);
+          } catch (io.streamstate.core.error.StreamStateException e) {
+            throw new IOException(
+                "Cannot write " + path + " to its log journal: " + e.getMessage(), e);
+          }
+        },
+        () -> {});
   }
 
   private static CreateIfAbsent.Method detect(FileSystem fs, Path path, Configuration conf) {
@@ -220,6 +326,20 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   @Override
   public CancellableFSDataOutputStream createAtomic(Path path, boolean overwriteIfPossible) {
     try {
+      if (!overwriteIfPossible && isSparkLogEntry(path)) {
+        LogJournal journal = logJournal(path.getParent());
+        if (journal != null) {
+          if (logJournalEnabled) {
+            return createJournaled(journal, path);
+          }
+          // Journals from an earlier run with them enabled, and now a writer without: write them
+          // out as files first, so that every reader sees the whole log from here on.
+          journal.writeOut();
+          Path dir = fs.makeQualified(path.getParent());
+          logModes.put(dir, PLAIN);
+          NO_JOURNALS.add(dir.toString());
+        }
+      }
       switch (method) {
         case LOCAL_EXCLUSIVE:
           return remembered(path, createLocal(path, overwriteIfPossible));
@@ -518,6 +638,13 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   @Override
   public FSDataInputStream open(Path path) {
     if (isSparkLogEntry(path)) {
+      LogJournal journal = logJournal(path.getParent());
+      if (journal != null) {
+        byte[] entry = journal.get(batchIdOf(path));
+        if (entry != null) {
+          return HedgedLogWrites.streamOf(entry);
+        }
+      }
       if (hedges != null) {
         FSDataInputStream hedged = openHedgeCopy(path);
         if (hedged != null) {
@@ -632,12 +759,50 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   @Override
   public FileStatus[] list(Path path, PathFilter filter) {
-    return withoutHedgeCopies(delegate.list(path, filter));
+    return withJournaledEntries(path, filter, withoutHedgeCopies(delegate.list(path, filter)));
   }
 
   @Override
   public FileStatus[] list(Path path) {
-    return withoutHedgeCopies(delegate.list(path));
+    return withJournaledEntries(path, p -> true, withoutHedgeCopies(delegate.list(path)));
+  }
+
+  /**
+   * A log directory's listing where it has a journal: the log's live entries (journaled or plain
+   * files, as the journal knows them), plus whatever else the directory holds that is not an entry
+   * or a journal.
+   */
+  private FileStatus[] withJournaledEntries(Path dir, PathFilter filter, FileStatus[] files) {
+    LogJournal journal = logJournal(dir);
+    if (journal == null) {
+      return files;
+    }
+    Map<String, FileStatus> byName = new java.util.TreeMap<>();
+    for (FileStatus f : files) {
+      String name = f.getPath().getName();
+      if (!LogJournal.isJournalName(name) && !name.matches("\\d+")) {
+        byName.put(name, f);
+      }
+    }
+    Map<String, FileStatus> plain = new java.util.HashMap<>();
+    for (FileStatus f : files) {
+      plain.put(f.getPath().getName(), f);
+    }
+    Path qualified = fs.makeQualified(dir);
+    long now = System.currentTimeMillis();
+    for (Map.Entry<Long, Long> e : journal.liveEntries().entrySet()) {
+      Path entry = new Path(qualified, Long.toString(e.getKey()));
+      if (!filter.accept(entry)) {
+        continue;
+      }
+      FileStatus onDisk = plain.get(entry.getName());
+      byName.put(
+          entry.getName(),
+          e.getValue() < 0 && onDisk != null
+              ? onDisk
+              : new FileStatus(Math.max(0, e.getValue()), false, 1, 0, now, entry));
+    }
+    return byName.values().toArray(new FileStatus[0]);
   }
 
   /** Hedge copies ({@code .N.hedge}) are never listed: they stand in for {@code N}. */
@@ -667,6 +832,12 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   @Override
   public boolean exists(Path path) {
+    if (isSparkLogEntry(path)) {
+      LogJournal journal = logJournal(path.getParent());
+      if (journal != null) {
+        return journal.exists(batchIdOf(path));
+      }
+    }
     if (!writtenLogDirs.isEmpty() && isSparkLogEntry(path)) {
       Path qualified = fs.makeQualified(path);
       Set<String> names = writtenLogDirs.get(qualified.getParent());
@@ -689,6 +860,16 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
    */
   @Override
   public void delete(Path path) {
+    if (isSparkLogEntry(path)) {
+      LogJournal journal = logJournal(path.getParent());
+      if (journal != null && logJournalEnabled) {
+        journal.delete(batchIdOf(path)); // its plain file too, if it has one
+        if (hedges != null) {
+          delegate.delete(HedgedLogWrites.hedgePath(path));
+        }
+        return;
+      }
+    }
     if (hedges != null && isSparkLogEntry(path)) {
       delegate.delete(HedgedLogWrites.hedgePath(path));
     }

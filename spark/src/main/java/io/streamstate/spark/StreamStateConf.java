@@ -107,6 +107,13 @@ public final class StreamStateConf {
       PREFIX + "groupCommit.journal.rollBytes";
   public static final String GROUP_COMMIT_JOURNAL_ROLL_MS = PREFIX + "groupCommit.journal.rollMs";
   public static final String HEDGE_ENABLED = PREFIX + "hedge.enabled";
+
+  /**
+   * {@code RenameFreeCheckpointFileManager}: keep Spark's offset and commit logs in journals
+   * (docs/protocol.md, "Spark log journal"); default false.
+   */
+  public static final String LOG_JOURNAL = PREFIX + "logJournal.enabled";
+
   public static final String HEDGE_FLOOR_MS = PREFIX + "hedge.floorMs";
   public static final String HEDGE_INITIAL_DEADLINE_MS = PREFIX + "hedge.initialDeadlineMs";
   public static final String HEDGE_MULTIPLIER = PREFIX + "hedge.multiplier";

@@ -1,12 +1,19 @@
 package io.streamstate.spark;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import io.streamstate.hadoop.MiniDfsFixture;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
 
 /**
  * {@link RenameFreeCheckpointFileManager} and a query checkpointing on HDFS (one in-process
@@ -88,5 +95,93 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
   @Override
   protected String storeName() {
     return "HDFS";
+  }
+
+  /**
+   * Segment journals (the default) and log journals (opt-in) on real HDFS: the same output as
+   * Spark's own provider through two restarts, and per batch the NameNode sees a fraction of the
+   * requests of the same provider writing a file per commit and per log entry.
+   */
+  @Test
+  @Order(3)
+  void withJournalsTheQueryMatchesTheReferenceAndBatchesAskTheNameNodeForLittle() throws Exception {
+    ClockedRun run = new ClockedRun(spark, 1, AggregationIT::windowedQuery, OutputMode.Append());
+    ClockedRun.Result reference =
+        run.run(
+            TestSessions.HDFS, work.resolve("journal-reference"), AggregationIT.windowedSteps());
+    ClockedRun.Result journaled =
+        run.run(
+            TestSessions.OURS,
+            checkpointUri("e2e-journals"),
+            AggregationIT.windowedSteps(),
+            Map.of(CFM_KEY, OUR_CFM, StreamStateConf.LOG_JOURNAL, "true"));
+    assertThat(journaled.rows()).isNotEmpty().containsExactlyElementsOf(reference.rows());
+    // Spark's logs are journals, not entry files.
+    for (String log : new String[] {"offsets", "commits"}) {
+      FileStatus[] files =
+          dfs.fileSystem().listStatus(dfs.path("/checkpoints/e2e-journals/" + log));
+      assertThat(files)
+          .as("%s of the journaled run", log)
+          .allMatch(f -> f.getPath().getName().startsWith(LogJournal.PREFIX));
+    }
+    awaitQuiet();
+
+    Map<String, Double> files =
+        measure(
+            TestSessions.OURS,
+            Map.of(CFM_KEY, OUR_CFM, StreamStateConf.GROUP_COMMIT_JOURNAL, "false"),
+            "requests-files");
+    Map<String, Double> journals =
+        measure(
+            TestSessions.OURS,
+            Map.of(CFM_KEY, OUR_CFM, StreamStateConf.LOG_JOURNAL, "true"),
+            "requests-journals");
+    Map<String, Map<String, Double>> columns = new java.util.LinkedHashMap<>();
+    columns.put("journals", journals);
+    columns.put("files", files);
+    System.out.print(
+        RequestCounts.table(
+            "NameNode requests per batch on HDFS, ours with segment and log journals against"
+                + " ours with a file per group commit and per log entry",
+            columns));
+    double journalTotal = journals.values().stream().mapToDouble(Double::doubleValue).sum();
+    double fileTotal = files.values().stream().mapToDouble(Double::doubleValue).sum();
+    // With journals the only files are the snapshots maintenance writes: 3 stores, each every
+    // second version (TestSessions), 1.5 a batch. Log entries and group commits create none.
+    assertThat(journals.get("create"))
+        .as("creates per batch with journals")
+        .isLessThanOrEqualTo(TestSessions.SHUFFLE_PARTITIONS / 2.0);
+    assertThat(journals.get("create") * 3).isLessThan(files.get("create"));
+    assertThat(journalTotal * 2).as("all requests per batch").isLessThan(fileTotal);
+  }
+
+  /**
+   * A restarted driver takes the log over from a zombie that is still running, by HDFS lease
+   * recovery: the zombie's next append fails, and the new driver saw every entry it wrote.
+   */
+  @Test
+  @Order(4)
+  void aRestartedDriverFencesAZombieDriversLogJournalByLeaseRecovery() throws Exception {
+    Path root = dfs.path("/cfm/fencing");
+    Configuration withJournal = conf();
+    withJournal.set(StreamStateConf.LOG_JOURNAL, "true");
+    RenameFreeCheckpointFileManager zombie = new RenameFreeCheckpointFileManager(root, withJournal);
+    write(zombie, new Path(root, "offsets/0"), logEntry("zero", 100), false);
+    LogJournal.forgetAllForTests(false); // a new driver process; the old one lives on
+
+    Configuration otherClient = independentClientConf();
+    otherClient.set(StreamStateConf.LOG_JOURNAL, "true");
+    RenameFreeCheckpointFileManager restarted =
+        new RenameFreeCheckpointFileManager(root, otherClient);
+    write(restarted, new Path(root, "offsets/1"), logEntry("one", 100), false);
+
+    assertThatThrownBy(() -> write(zombie, new Path(root, "offsets/2"), logEntry("z", 100), false))
+        .isInstanceOf(java.io.IOException.class);
+    assertThat(
+            java.util.Arrays.stream(restarted.list(new Path(root, "offsets")))
+                .map(f -> f.getPath().getName()))
+        .containsExactly("0", "1");
+    assertThat(read(restarted, new Path(root, "offsets/0"))).isEqualTo(logEntry("zero", 100));
+    LogJournal.forgetAllForTests(true);
   }
 }

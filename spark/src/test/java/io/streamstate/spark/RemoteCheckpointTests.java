@@ -140,7 +140,7 @@ abstract class RemoteCheckpointTests extends CheckpointFileManagerTests {
    * Waits until the store has seen no request for a second (the stopped query's providers are
    * unloaded), at most 30 s; goes on regardless, the measured windows are bracketed anyway.
    */
-  private void awaitQuiet() {
+  protected void awaitQuiet() {
     AtomicReference<Map<String, Long>> last = new AtomicReference<>(requests().snapshot());
     try {
       await()
@@ -155,6 +155,12 @@ abstract class RemoteCheckpointTests extends CheckpointFileManagerTests {
 
   /** Requests per batch by kind, over the measured batches of one run. */
   private Map<String, Double> measure(String provider, String cfm, String name) throws Exception {
+    return measure(provider, Map.of(CFM_KEY, cfm), name);
+  }
+
+  /** As {@link #measure(String, String, String)}, with these session settings for the run. */
+  protected Map<String, Double> measure(String provider, Map<String, String> conf, String name)
+      throws Exception {
     AtomicReference<Map<String, Long>> before = new AtomicReference<>();
     AtomicReference<Map<String, Long>> after = new AtomicReference<>();
     ClockedRun.Steps steps = new ClockedRun.Steps();
@@ -168,7 +174,7 @@ abstract class RemoteCheckpointTests extends CheckpointFileManagerTests {
     }
     steps.await("counters after", q -> after.compareAndSet(null, requests().snapshot()) || true);
     ClockedRun run = new ClockedRun(spark(), 1, AggregationIT::windowedQuery, OutputMode.Append());
-    ClockedRun.Result result = run.run(provider, checkpointUri(name), steps, Map.of(CFM_KEY, cfm));
+    ClockedRun.Result result = run.run(provider, checkpointUri(name), steps, conf);
     awaitQuiet();
     assertThat(result.rows()).isNotEmpty();
     System.out.printf(

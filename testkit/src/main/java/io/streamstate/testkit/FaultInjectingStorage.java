@@ -521,6 +521,15 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
     return new FaultyAppendableFile(file);
   }
 
+  @Override
+  public void fence(String name) {
+    if (!appendSupported()) {
+      throw new io.streamstate.core.error.UnsupportedException(
+          delegate.describe() + " cannot append");
+    }
+    ((SupportsAppend) delegate).fence(name);
+  }
+
   /** An appendable file of the delegate whose appends are calls of this wrapper. */
   private final class FaultyAppendableFile implements AppendableFile {
     private final AppendableFile file;

@@ -95,60 +95,98 @@ public final class InMemoryStorage implements Storage, SupportsBulkDelete, Suppo
     return true;
   }
 
+  /** The appendable files still open, by name, for {@link #fence}. */
+  private final Map<String, Set<MemoryAppendable>> openAppendables = new ConcurrentHashMap<>();
+
+  /**
+   * Fences every open appendable of {@code name}: their later appends fail with {@link
+   * RetryableException} (as a writer whose lease was recovered), and the file no longer changes.
+   */
+  @Override
+  public void fence(String name) {
+    requireValidName(name);
+    Set<MemoryAppendable> open = openAppendables.remove(name);
+    if (open != null) {
+      open.forEach(MemoryAppendable::fence);
+    }
+  }
+
   @Override
   public AppendableFile createAppendable(String name) {
     requireValidName(name);
     if (files.putIfAbsent(name, new StoredFile(new byte[0], clockMillis.getAsLong())) != null) {
       throw new FileAlreadyExistsException(name);
     }
-    return new AppendableFile() {
-      private long length;
-      private volatile boolean open = true;
+    MemoryAppendable file = new MemoryAppendable(name);
+    openAppendables.computeIfAbsent(name, n -> ConcurrentHashMap.newKeySet()).add(file);
+    return file;
+  }
 
-      @Override
-      public String name() {
-        return name;
+  private final class MemoryAppendable implements AppendableFile {
+    private final String name;
+    private long length;
+    private volatile boolean open = true;
+    private boolean fenced; // guarded by this
+
+    MemoryAppendable(String name) {
+      this.name = name;
+    }
+
+    synchronized void fence() {
+      fenced = true;
+      open = false;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public synchronized long append(byte[] bytes) {
+      if (fenced) {
+        throw new RetryableException(
+            "Cannot append to " + describe() + "/" + name + ": another writer fenced it");
       }
-
-      @Override
-      public synchronized long append(byte[] bytes) {
-        if (!open) {
-          throw new IllegalStateException(describe() + "/" + name + " is closed for appends");
-        }
-        StoredFile grown =
-            files.computeIfPresent(
-                name,
-                (n, old) -> {
-                  byte[] b =
-                      java.util.Arrays.copyOf(old.bytes(), old.bytes().length + bytes.length);
-                  System.arraycopy(bytes, 0, b, old.bytes().length, bytes.length);
-                  return new StoredFile(b, clockMillis.getAsLong());
-                });
-        if (grown == null) {
-          open = false;
-          throw new io.streamstate.core.error.OutcomeUnknownException(
-              "Cannot append to " + describe() + "/" + name + ": it was deleted");
-        }
-        long offset = length;
-        length += bytes.length;
-        return offset;
+      if (!open) {
+        throw new IllegalStateException(describe() + "/" + name + " is closed for appends");
       }
-
-      @Override
-      public synchronized long length() {
-        return length;
-      }
-
-      @Override
-      public boolean isOpen() {
-        return open;
-      }
-
-      @Override
-      public void close() {
+      StoredFile grown =
+          files.computeIfPresent(
+              name,
+              (n, old) -> {
+                byte[] b = java.util.Arrays.copyOf(old.bytes(), old.bytes().length + bytes.length);
+                System.arraycopy(bytes, 0, b, old.bytes().length, bytes.length);
+                return new StoredFile(b, clockMillis.getAsLong());
+              });
+      if (grown == null) {
         open = false;
+        throw new io.streamstate.core.error.OutcomeUnknownException(
+            "Cannot append to " + describe() + "/" + name + ": it was deleted");
       }
-    };
+      long offset = length;
+      length += bytes.length;
+      return offset;
+    }
+
+    @Override
+    public synchronized long length() {
+      return length;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return open;
+    }
+
+    @Override
+    public void close() {
+      open = false;
+      Set<MemoryAppendable> open = openAppendables.get(name);
+      if (open != null) {
+        open.remove(this);
+      }
+    }
   }
 
   @Override

@@ -357,6 +357,24 @@ public abstract class StorageContractTests {
   }
 
   @Test
+  void fencingAClosedOrAbsentFileChangesNothing() {
+    SupportsAppend appender = appender();
+    AppendableFile file = appender.createAppendable("done.journal");
+    file.append(utf8("kept"));
+    file.close();
+
+    try {
+      appender.fence("done.journal");
+    } catch (io.streamstate.core.error.UnsupportedException e) {
+      Assumptions.abort(storage.describe() + " cannot fence: " + e.getMessage());
+    }
+    appender.fence("never-created.journal");
+
+    assertThat(read("done.journal")).isEqualTo(utf8("kept"));
+    assertNothingAt("never-created.journal");
+  }
+
+  @Test
   void anAppendableFileCanBeDeletedAndItsNameCreatedAgain() {
     AppendableFile file = appender().createAppendable("gone.journal");
     file.append(utf8("x"));

@@ -670,6 +670,12 @@ public final class SideBySideBenchmark {
      */
     STREAMSTATE_RFLOGS_FILES(
         "streamstate-rflogs-files", "io.streamstate.spark.StreamStateProvider", false, false),
+    /**
+     * {@code streamstate-rflogs} with Spark's offset and commit logs in log journals too (opt-in:
+     * {@code logJournal.enabled}): no metadata request per batch anywhere.
+     */
+    STREAMSTATE_LOGJOURNAL(
+        "streamstate-logjournal", "io.streamstate.spark.StreamStateProvider", false, false),
     HDFS(
         "hdfs",
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -695,12 +701,19 @@ public final class SideBySideBenchmark {
 
     static final String GROUP_COMMIT_JOURNAL =
         "spark.sql.streaming.stateStore.streamstate.groupCommit.journal";
+    static final String LOG_JOURNAL =
+        "spark.sql.streaming.stateStore.streamstate.logJournal.enabled";
     static final String CHANGELOG_CODEC =
         "spark.sql.streaming.stateStore.streamstate.changelog.codec";
 
     /** The SQL confs the variants set; each cell sets its own and unsets the others. */
     static final List<String> STREAMSTATE_VARIANT_KEYS =
-        List.of(HEDGE_ENABLED, GROUP_COMMIT_ENABLED, CHANGELOG_CODEC, GROUP_COMMIT_JOURNAL);
+        List.of(
+            HEDGE_ENABLED,
+            GROUP_COMMIT_ENABLED,
+            CHANGELOG_CODEC,
+            GROUP_COMMIT_JOURNAL,
+            LOG_JOURNAL);
 
     static Provider byLabel(String label) {
       for (Provider p : values()) {
@@ -721,6 +734,7 @@ public final class SideBySideBenchmark {
         case STREAMSTATE_NOGROUP -> Map.of(GROUP_COMMIT_ENABLED, "false");
         case STREAMSTATE_RFLOGS_RAW -> Map.of(CHANGELOG_CODEC, "none");
         case STREAMSTATE_RFLOGS_FILES -> Map.of(GROUP_COMMIT_JOURNAL, "false");
+        case STREAMSTATE_LOGJOURNAL -> Map.of(LOG_JOURNAL, "true");
         default -> Map.of();
       };
     }
@@ -731,7 +745,8 @@ public final class SideBySideBenchmark {
           || this == STREAMSTATE_NOGROUP
           || this == STREAMSTATE_RFLOGS
           || this == STREAMSTATE_RFLOGS_RAW
-          || this == STREAMSTATE_RFLOGS_FILES;
+          || this == STREAMSTATE_RFLOGS_FILES
+          || this == STREAMSTATE_LOGJOURNAL;
     }
 
     /** The checkpoint file manager of Spark's own logs for this label. */
@@ -739,6 +754,7 @@ public final class SideBySideBenchmark {
       return this == STREAMSTATE_RFLOGS
               || this == STREAMSTATE_RFLOGS_RAW
               || this == STREAMSTATE_RFLOGS_FILES
+              || this == STREAMSTATE_LOGJOURNAL
           ? "io.streamstate.spark.RenameFreeCheckpointFileManager"
           : SPARK_FILE_SYSTEM_MANAGER;
     }

@@ -30,6 +30,7 @@ import org.apache.hadoop.fs.FSDataOutputStreamBuilder;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LeaseRecoverable;
 import org.apache.hadoop.fs.ParentNotDirectoryException;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
@@ -62,7 +63,7 @@ import org.apache.hadoop.util.Progressable;
  * conditional-create capability that streamstate's {@code HadoopStorage} requires; latency of the
  * data write is added at {@code close()}, as an object store's PUT or the last packet's ack.
  */
-public final class SimulatedFileSystem extends FileSystem {
+public final class SimulatedFileSystem extends FileSystem implements LeaseRecoverable {
   public static final String SCHEME = "simfs";
   private static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
   private static final String EXCLUSIVE_CREATE = "streamstate.fs.create.exclusive";
@@ -85,6 +86,9 @@ public final class SimulatedFileSystem extends FileSystem {
   /** Anything under a checkpoint's {@code state/} directory. */
   private static final java.util.regex.Pattern STATE_FILES =
       java.util.regex.Pattern.compile("/state/");
+
+  /** Streams still open, by local path, as HDFS leases: {@link #recoverLease} fences them. */
+  private static final Map<String, DelayedCloseStream> OPEN_STREAMS = new ConcurrentHashMap<>();
 
   /** Counters per authority (profile), shared by every instance of it in the JVM. */
   private static final Map<String, Counters> COUNTERS = new ConcurrentHashMap<>();
@@ -314,7 +318,32 @@ public final class SimulatedFileSystem extends FileSystem {
     } catch (java.nio.file.FileAlreadyExistsException e) {
       throw new FileAlreadyExistsException(f + " already exists");
     }
-    return new FSDataOutputStream(new DelayedCloseStream(out, isStateFile(p)), null);
+    DelayedCloseStream stream = new DelayedCloseStream(out, isStateFile(p), p.toString());
+    OPEN_STREAMS.put(p.toString(), stream);
+    return new FSDataOutputStream(stream, null);
+  }
+
+  /**
+   * As HDFS's: the file's open stream (its writer's lease), if any, is ended: its later writes and
+   * syncs fail. One NameNode request.
+   */
+  @Override
+  public boolean recoverLease(Path f) throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    delay(Op.STATUS, 0, isStateFile(p));
+    if (!Files.exists(p)) {
+      throw new FileNotFoundException(f.toString());
+    }
+    DelayedCloseStream open = OPEN_STREAMS.remove(p.toString());
+    if (open != null) {
+      open.fence();
+    }
+    return true;
+  }
+
+  @Override
+  public boolean isFileClosed(Path f) {
+    return !OPEN_STREAMS.containsKey(toLocal(f).toString());
   }
 
   @Override
@@ -381,25 +410,41 @@ public final class SimulatedFileSystem extends FileSystem {
   private final class DelayedCloseStream extends FilterOutputStream
       implements Syncable, StreamCapabilities {
     private final boolean stateFile;
+    private final String localPath;
+    private volatile boolean fenced;
     private long bytes;
     private long syncedBytes;
     private long blocksAllocated;
     private boolean synced;
     private boolean closed;
 
-    DelayedCloseStream(OutputStream out, boolean stateFile) {
+    DelayedCloseStream(OutputStream out, boolean stateFile, String localPath) {
       super(out);
       this.stateFile = stateFile;
+      this.localPath = localPath;
+    }
+
+    void fence() {
+      fenced = true;
+    }
+
+    private void checkLease() throws IOException {
+      if (fenced) {
+        throw new IOException(
+            "simfs: the lease on " + localPath + " was recovered by another client");
+      }
     }
 
     @Override
     public void write(int b) throws IOException {
+      checkLease();
       out.write(b);
       bytes++;
     }
 
     @Override
     public void write(byte[] b, int off, int len) throws IOException {
+      checkLease();
       out.write(b, off, len);
       bytes += len;
     }
@@ -421,6 +466,7 @@ public final class SimulatedFileSystem extends FileSystem {
       if (closed) {
         throw new IOException("stream is closed");
       }
+      checkLease();
       out.flush();
       // A file's first block is folded into its create, as for a file written and closed at once.
       long blocksNeeded = Math.max(1, (bytes + BLOCK_BYTES - 1) / BLOCK_BYTES);
@@ -450,7 +496,9 @@ public final class SimulatedFileSystem extends FileSystem {
         return;
       }
       closed = true;
+      OPEN_STREAMS.remove(localPath, this);
       super.close();
+      checkLease();
       long pending = bytes - syncedBytes;
       if (pending > 0 || !synced) {
         delay(Op.WRITE, pending, stateFile);

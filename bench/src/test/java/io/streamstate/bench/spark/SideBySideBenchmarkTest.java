@@ -14,6 +14,8 @@ class SideBySideBenchmarkTest {
       "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
   private static final String HEDGE = "spark.sql.streaming.stateStore.streamstate.hedge.enabled";
   private static final String CODEC = "spark.sql.streaming.stateStore.streamstate.changelog.codec";
+  private static final String LOG_JOURNAL =
+      "spark.sql.streaming.stateStore.streamstate.logJournal.enabled";
   private static final String JOURNAL =
       "spark.sql.streaming.stateStore.streamstate.groupCommit.journal";
 
@@ -54,7 +56,7 @@ class SideBySideBenchmarkTest {
     assertThat(Provider.NO_DURABILITY.streamstateConfs()).isEmpty();
     // Each cell sets its variant's keys and unsets the rest of these.
     assertThat(Provider.STREAMSTATE_VARIANT_KEYS)
-        .containsExactlyInAnyOrder(HEDGE, GROUP_COMMIT, CODEC, JOURNAL);
+        .containsExactlyInAnyOrder(HEDGE, GROUP_COMMIT, CODEC, JOURNAL, LOG_JOURNAL);
     for (Provider any : Provider.values()) {
       assertThat(Provider.STREAMSTATE_VARIANT_KEYS).containsAll(any.streamstateConfs().keySet());
     }
@@ -67,6 +69,15 @@ class SideBySideBenchmarkTest {
     assertThat(files.checkpointFileManager())
         .isEqualTo(Provider.STREAMSTATE_RFLOGS.checkpointFileManager());
     assertThat(files.onRequestOnly()).isTrue();
+  }
+
+  @Test
+  void logJournalIsOurFullConfigurationWithSparksLogsJournaledToo() {
+    Provider p = Provider.byLabel("streamstate-logjournal");
+    assertThat(p.streamstateConfs()).isEqualTo(Map.of(LOG_JOURNAL, "true"));
+    assertThat(p.checkpointFileManager())
+        .isEqualTo("io.streamstate.spark.RenameFreeCheckpointFileManager");
+    assertThat(p.onRequestOnly()).isTrue();
   }
 
   @Test

@@ -107,7 +107,42 @@ public final class LocalStorage implements Storage, SupportsAppend {
       }
       throw e;
     }
+    try {
+      // Held while the file is open for appends: fence() tells a live writer by it.
+      channel.tryLock();
+    } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+      try {
+        channel.close();
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw new RetryableException("Cannot lock " + path + " for appends: " + e, e);
+    }
     return new LocalAppendableFile(name, path, channel);
+  }
+
+  @Override
+  public void fence(String name) {
+    Path path = resolve(name);
+    try (FileChannel channel = FileChannel.open(path, StandardOpenOption.WRITE)) {
+      java.nio.channels.FileLock lock;
+      try {
+        lock = channel.tryLock();
+      } catch (java.nio.channels.OverlappingFileLockException e) {
+        lock = null; // held in this JVM
+      }
+      if (lock == null) {
+        throw new io.streamstate.core.error.ConflictException(
+            path
+                + " is held by a live writer (it holds the file's lock): another process is"
+                + " still appending to it");
+      }
+      lock.release();
+    } catch (NoSuchFileException e) {
+      // nothing to fence
+    } catch (IOException e) {
+      throw new RetryableException("Cannot fence " + path + ": " + e, e);
+    }
   }
 
   /** An appendable file on local disk: each append is written and forced before it returns. */

@@ -40,4 +40,18 @@ public interface SupportsAppend {
    * @throws io.streamstate.core.error.UnsupportedException this storage cannot append
    */
   AppendableFile createAppendable(String name);
+
+  /**
+   * Stops every other writer of {@code name}: once this returns, no append by a writer that created
+   * the file earlier can succeed any more, and what a reader finds in it no longer changes (HDFS:
+   * lease recovery closes the file; local disk: a writer holds a lock on the file while it has it
+   * open, so a live writer cannot be stopped and is reported instead). An absent name is nothing to
+   * fence. For logs whose next writer must be the only one (a restarted driver).
+   *
+   * @throws io.streamstate.core.error.ConflictException a live writer holds the file and cannot be
+   *     stopped from here
+   * @throws io.streamstate.core.error.RetryableException fencing did not complete
+   * @throws io.streamstate.core.error.UnsupportedException this storage cannot fence
+   */
+  void fence(String name);
 }

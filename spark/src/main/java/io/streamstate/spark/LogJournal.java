@@ -1,0 +1,658 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.error.ConflictException;
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.hedge.HedgeCopy;
+import io.streamstate.core.hedge.HedgedPublish;
+import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.core.storage.AppendableFile;
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.FileInfo;
+import io.streamstate.hadoop.HadoopStorage;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One of Spark's logs ({@code offsets/} or {@code commits/}) kept in a journal: each entry Spark
+ * writes is one append and {@code hsync} to a file the driver keeps open, instead of a new file
+ * (docs/protocol.md, "Spark log journal"). On HDFS that asks the NameNode nothing per batch.
+ *
+ * <pre>
+ * &lt;log dir&gt;/.journal-&lt;epoch, 20 digits&gt;
+ *   header  magic "SSLJ" | version u8 = 1 | reserved (3)
+ *   record  payload length u32 | type u8 (1 put, 2 delete) | batch id u64
+ *           | CRC32C(the 13 bytes before and the payload) u32 | payload (the entry; none for delete)
+ * </pre>
+ *
+ * <p>Readers replay every journal in epoch order over the plain entry files of the directory;
+ * within a journal they stop at the first record that is incomplete or does not verify.
+ *
+ * <p><b>One writer.</b> Spark's contract is create-if-absent per entry. The first write of a
+ * process takes the log over: it creates the journal of the next epoch (create-if-absent: of two
+ * starting writers one fails), fences every older journal ({@link
+ * io.streamstate.core.storage.SupportsAppend#fence}: on HDFS lease recovery, so an older writer's
+ * next append fails; on local disk a live older writer is reported and this one stops), then reads
+ * the log; from then on it knows every entry, and refuses a put of one that exists exactly as a
+ * create would. An entry is published as a plain file only as the hedge of a late append; the
+ * writer then checks that no newer journal exists, so a writer fenced meanwhile learns it.
+ *
+ * <p>One instance per log directory per JVM ({@link #of}); thread-safe.
+ */
+final class LogJournal {
+  private static final Logger LOG = LoggerFactory.getLogger(LogJournal.class);
+
+  static final String PREFIX = ".journal-";
+  private static final byte[] MAGIC = {'S', 'S', 'L', 'J'};
+  private static final int VERSION = 1;
+  private static final int HEADER_LENGTH = 8;
+  private static final int RECORD_HEADER_LENGTH = 17;
+  private static final byte PUT = 1;
+  private static final byte DELETE = 2;
+
+  /** A journal rolls to the next epoch after this many records (entries and deletes). */
+  static final int DEFAULT_ROLL_RECORDS = 2048;
+
+  /** {@link #DEFAULT_ROLL_RECORDS}; tests lower it. */
+  static volatile int rollRecords = DEFAULT_ROLL_RECORDS;
+
+  private static final Map<String, LogJournal> BY_DIR = new ConcurrentHashMap<>();
+  private static final AtomicLong APPENDS = new AtomicLong();
+
+  private final HadoopStorage storage;
+  private final HedgedWriter hedger;
+
+  // Writer state, guarded by this. Null current: not (or no longer) the writer.
+  private AppendableFile current;
+  private long currentEpoch = -1;
+  private int currentRecords;
+  private final NavigableMap<Long, byte[]> entries = new TreeMap<>();
+  private final java.util.Set<Long> plainEntries = new TreeSet<>();
+  private final java.util.List<Long> pendingDeletes = new ArrayList<>();
+
+  /** A journal whose append was late (hedged): the next write moves on to the next epoch. */
+  private volatile AppendableFile retired;
+
+  private LogJournal(HadoopStorage storage, HedgedWriter hedger) {
+    this.storage = storage;
+    this.hedger = hedger;
+  }
+
+  /**
+   * The journal of the log directory {@code storage} is rooted at, in this JVM.
+   *
+   * @param hedger hedges appends with a plain entry file (null: not hedged)
+   */
+  static LogJournal of(HadoopStorage storage, HedgedWriter hedger) {
+    return BY_DIR.computeIfAbsent(storage.describe(), d -> new LogJournal(storage, hedger));
+  }
+
+  /**
+   * Forgets every journal of this JVM, as a new process would start (tests). With {@code
+   * writersDie}, each writer's journal is closed first, as the death of its process closes it (and
+   * drops its lock); without, the writers live on as zombies.
+   */
+  static void forgetAllForTests(boolean writersDie) {
+    if (writersDie) {
+      for (LogJournal j : BY_DIR.values()) {
+        synchronized (j) {
+          if (j.current != null) {
+            j.current.close();
+            j.release();
+          }
+        }
+      }
+    }
+    BY_DIR.clear();
+  }
+
+  /** Appends to log journals in this JVM (tests, metrics). */
+  static long appends() {
+    return APPENDS.get();
+  }
+
+  static boolean isJournalName(String name) {
+    return name.startsWith(PREFIX) && epochOf(name) >= 0;
+  }
+
+  private static long epochOf(String name) {
+    try {
+      return Long.parseLong(name.substring(PREFIX.length()));
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  private static String journalName(long epoch) {
+    return PREFIX + String.format("%020d", epoch);
+  }
+
+  private static boolean isEntryName(String name) {
+    return !name.isEmpty() && name.chars().allMatch(Character::isDigit);
+  }
+
+  /** Whether the directory holds journals (one listing). */
+  boolean hasJournals() {
+    return storage.list("").stream().anyMatch(f -> isJournalName(f.name()));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reading
+
+  /** What a replay of the directory found: live entries and the plain entry files among them. */
+  private record Log(
+      NavigableMap<Long, byte[]> entries, java.util.Set<Long> plain, long maxEpoch) {}
+
+  /** Lists the directory and replays its journals over its plain entry files. */
+  private Log replay() {
+    List<FileInfo> listed = storage.list("");
+    NavigableMap<Long, String> journals = new TreeMap<>();
+    java.util.Set<Long> plain = new TreeSet<>();
+    for (FileInfo f : listed) {
+      if (isJournalName(f.name())) {
+        journals.put(epochOf(f.name()), f.name());
+      } else if (isEntryName(f.name())) {
+        plain.add(Long.parseLong(f.name()));
+      }
+    }
+    NavigableMap<Long, byte[]> replayed = new TreeMap<>();
+    for (String journal : journals.values()) {
+      readJournal(journal, replayed, plain);
+    }
+    return new Log(replayed, plain, journals.isEmpty() ? -1 : journals.lastKey());
+  }
+
+  /** Applies one journal's complete records to {@code into}; a delete also hides a plain file. */
+  private void readJournal(
+      String name, NavigableMap<Long, byte[]> into, java.util.Set<Long> plain) {
+    byte[] bytes;
+    try (InputStream in = storage.open(name)) {
+      bytes = in.readAllBytes();
+    } catch (MissingFileException e) {
+      return; // rolled away meanwhile: its entries are in a newer journal
+    } catch (IOException e) {
+      throw new io.streamstate.core.error.RetryableException(
+          "Cannot read " + where(name) + ": " + e, e);
+    }
+    if (bytes.length < HEADER_LENGTH) {
+      return; // just created
+    }
+    if (!Arrays.equals(bytes, 0, 4, MAGIC, 0, 4)) {
+      throw new io.streamstate.core.error.CorruptFileException(
+          where(name) + " is corrupt: bad header magic; not a streamstate log journal");
+    }
+    if (bytes[4] != VERSION) {
+      throw new io.streamstate.core.error.UnsupportedException(
+          where(name)
+              + " is a log journal of format version "
+              + bytes[4]
+              + "; this release reads version "
+              + VERSION
+              + ". Was it written by a newer streamstate? Upgrade to read it.");
+    }
+    ByteBuffer in = ByteBuffer.wrap(bytes);
+    int pos = HEADER_LENGTH;
+    while (pos + RECORD_HEADER_LENGTH <= bytes.length) {
+      int length = in.getInt(pos);
+      byte type = in.get(pos + 4);
+      long batchId = in.getLong(pos + 5);
+      int stored = in.getInt(pos + 13);
+      if (length < 0 || pos + RECORD_HEADER_LENGTH + (long) length > bytes.length) {
+        break; // an append in flight, or the one that failed
+      }
+      CRC32C crc = new CRC32C();
+      crc.update(bytes, pos, 13);
+      crc.update(bytes, pos + RECORD_HEADER_LENGTH, length);
+      if ((int) crc.getValue() != stored || (type != PUT && type != DELETE)) {
+        LOG.debug("{} ends at offset {}: the record there does not verify", where(name), pos);
+        break;
+      }
+      if (type == PUT) {
+        into.put(
+            batchId,
+            Arrays.copyOfRange(
+                bytes, pos + RECORD_HEADER_LENGTH, pos + RECORD_HEADER_LENGTH + length));
+      } else {
+        into.remove(batchId);
+        plain.remove(batchId);
+      }
+      pos += RECORD_HEADER_LENGTH + length;
+    }
+  }
+
+  /**
+   * Every live entry and its length, in journals or as plain files, for {@code list}: what this
+   * writer knows, or, before it writes, what a replay finds. A plain file a fenced writer left
+   * after the take-over is not among them.
+   */
+  synchronized NavigableMap<Long, Long> liveEntries() {
+    NavigableMap<Long, Long> lengths = new TreeMap<>();
+    if (current != null) {
+      entries.forEach((id, bytes) -> lengths.put(id, (long) bytes.length));
+      for (long id : plainEntries) {
+        lengths.putIfAbsent(id, -1L);
+      }
+      return lengths;
+    }
+    Log log = replay();
+    log.entries().forEach((id, bytes) -> lengths.put(id, (long) bytes.length));
+    for (long id : log.plain()) {
+      lengths.putIfAbsent(id, -1L);
+    }
+    return lengths;
+  }
+
+  /** The entry {@code batchId} if a journal holds it (null: read its plain file, if any). */
+  synchronized byte[] get(long batchId) {
+    return current != null ? entries.get(batchId) : replay().entries().get(batchId);
+  }
+
+  /** Whether entry {@code batchId} exists, in a journal or as a plain file. */
+  synchronized boolean exists(long batchId) {
+    if (current != null) {
+      return entries.containsKey(batchId) || plainEntries.contains(batchId);
+    }
+    Log log = replay();
+    return log.entries().containsKey(batchId) || log.plain().contains(batchId);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Writing
+
+  /**
+   * Adds entry {@code batchId}, durable when this returns (with any deletes still pending).
+   *
+   * @throws FileAlreadyExistsException the entry exists (in a journal or as a plain file)
+   * @throws StreamStateException the append failed, or another writer took the log over
+   */
+  void put(long batchId, byte[] bytes) {
+    synchronized (this) {
+      takeOver();
+      if (entries.containsKey(batchId) || plainEntries.contains(batchId)) {
+        throw new FileAlreadyExistsException(where(Long.toString(batchId)));
+      }
+      byte[] record = withPendingDeletes(record(PUT, batchId, bytes));
+      String entryName = Long.toString(batchId);
+      try {
+        if (hedger == null || !hedger.policy().isEnabled()) {
+          current.append(record);
+        } else {
+          HedgedPublish published =
+              hedger.publish(
+                  new AppendCopy(current, record),
+                  new PlainEntryCopy(entryName, currentEpoch),
+                  bytes);
+          if (published.name().equals(entryName)) {
+            plainEntries.add(batchId); // the hedge won (the late append may still add a record)
+          }
+        }
+      } catch (RuntimeException e) {
+        giveUp();
+        throw e;
+      }
+      APPENDS.incrementAndGet();
+      currentRecords++;
+      pendingDeletes.clear();
+      entries.put(batchId, bytes);
+    }
+  }
+
+  /**
+   * Removes entry {@code batchId}. Deleting an older entry than the newest (Spark's purge of old
+   * entries) writes its delete record with the next put: if the process dies first, the entry is
+   * back after a restart, one more old entry at the front of the log. Deleting the newest entries
+   * (Spark's {@code purgeAfter}) is durable when this returns. A plain file of the entry is deleted
+   * too.
+   */
+  void delete(long batchId) {
+    boolean deletePlain;
+    synchronized (this) {
+      takeOver();
+      boolean journaled = entries.containsKey(batchId);
+      deletePlain = plainEntries.contains(batchId);
+      if (!journaled && !deletePlain) {
+        return;
+      }
+      long newest = Math.max(entries.isEmpty() ? -1 : entries.lastKey(), lastPlain());
+      pendingDeletes.add(batchId);
+      if (batchId >= newest) {
+        try {
+          current.append(withPendingDeletes(new byte[0]));
+        } catch (RuntimeException e) {
+          giveUp();
+          throw e;
+        }
+        APPENDS.incrementAndGet();
+        currentRecords++;
+        pendingDeletes.clear();
+      }
+      entries.remove(batchId);
+      plainEntries.remove(batchId);
+    }
+    if (deletePlain) {
+      storage.delete(Long.toString(batchId)); // outside the monitor: a metadata request
+    }
+  }
+
+  private long lastPlain() {
+    return plainEntries.isEmpty() ? -1 : ((TreeSet<Long>) plainEntries).last();
+  }
+
+  /** The delete records still pending, then {@code record}. */
+  private byte[] withPendingDeletes(byte[] record) {
+    if (pendingDeletes.isEmpty()) {
+      return record;
+    }
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    for (long id : pendingDeletes) {
+      out.writeBytes(record(DELETE, id, new byte[0]));
+      currentRecords++;
+    }
+    out.writeBytes(record);
+    return out.toByteArray();
+  }
+
+  /**
+   * Writes every journaled entry out as a plain file and removes the journals, so that a reader
+   * without journals (Spark's own manager) sees the whole log. Takes the log over first.
+   *
+   * @return the entries written out
+   */
+  synchronized int writeOut() {
+    takeOver();
+    int written = 0;
+    for (Map.Entry<Long, byte[]> e : entries.entrySet()) {
+      if (plainEntries.contains(e.getKey())) {
+        continue;
+      }
+      String name = Long.toString(e.getKey());
+      try {
+        storage.create(name, ContentWriter.ofBytes(e.getValue()));
+      } catch (FileAlreadyExistsException taken) {
+        byte[] there = io.streamstate.core.storage.Storages.readAll(storage, name);
+        if (!Arrays.equals(there, e.getValue())) {
+          throw new ConflictException(
+              where(name) + " exists with other content than the journal's entry: not written out",
+              taken);
+        }
+      }
+      written++;
+    }
+    AppendableFile last = current;
+    java.util.Set<Long> live = new TreeSet<>(entries.keySet());
+    live.addAll(plainEntries);
+    release();
+    last.close();
+    for (FileInfo f : storage.list("")) {
+      // The journals, and entry files the log does not hold (a fenced writer's late hedge, or
+      // deleted by a journal record): Spark's own reader would take them for entries.
+      if (isJournalName(f.name())
+          || (isEntryName(f.name()) && !live.contains(Long.parseLong(f.name())))) {
+        storage.delete(f.name());
+      }
+    }
+    LOG.info("Wrote {} journaled entries of {} out as files", written, storage.describe());
+    return written;
+  }
+
+  /** After a failed write: the next one takes the log over again, from what storage holds. */
+  private void giveUp() {
+    AppendableFile file = current;
+    release();
+    if (file != null) {
+      BACKGROUND.execute(file::close);
+    }
+  }
+
+  /** Stops being the writer (the next write takes the log over again). */
+  private void release() {
+    current = null;
+    currentEpoch = -1;
+    retired = null;
+    entries.clear();
+    plainEntries.clear();
+    pendingDeletes.clear();
+  }
+
+  /**
+   * Becomes the log's only writer, or stays it: creates the next epoch's journal, fences the older
+   * ones, then replays the log (docs/protocol.md, "Spark log journal"). A writer whose journal is
+   * full, failed or was retired after a late append continues in the next epoch's.
+   */
+  private void takeOver() {
+    if (current != null) {
+      // Roll once the journal holds twice as many records as there are live entries, at least
+      // rollRecords: a roll copies the live entries, so it never runs more often than that.
+      if (current.isOpen()
+          && current != retired
+          && currentRecords < Math.max(rollRecords, 2 * entries.size())) {
+        return;
+      }
+      rollTo(currentEpoch + 1);
+      return;
+    }
+    long epoch = replay().maxEpoch() + 1;
+    AppendableFile mine;
+    try {
+      mine = storage.createAppendable(journalName(epoch));
+    } catch (FileAlreadyExistsException e) {
+      throw new ConflictException(
+          "Another writer is taking over "
+              + storage.describe()
+              + " at the same time ("
+              + journalName(epoch)
+              + " exists): two queries on one checkpoint?",
+          e);
+    }
+    try {
+      mine.append(header());
+      for (FileInfo f : storage.list("")) {
+        if (isJournalName(f.name()) && epochOf(f.name()) < epoch) {
+          storage.fence(f.name());
+        }
+      }
+      Log log = replay();
+      if (log.maxEpoch() > epoch) {
+        throw superseded(journalName(log.maxEpoch()));
+      }
+      entries.clear();
+      entries.putAll(log.entries());
+      plainEntries.clear();
+      plainEntries.addAll(log.plain());
+    } catch (RuntimeException e) {
+      mine.close();
+      try {
+        storage.delete(journalName(epoch)); // an empty journal, that a live writer must not see
+      } catch (RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
+    current = mine;
+    currentEpoch = epoch;
+    currentRecords = 0;
+    retired = null;
+    LOG.info("Took over {} with journal epoch {}", storage.describe(), epoch);
+  }
+
+  private ConflictException superseded(String newer) {
+    return new ConflictException(
+        storage.describe()
+            + " was taken over by a newer writer ("
+            + newer
+            + "): two queries on one checkpoint?");
+  }
+
+  /**
+   * Continues in the journal of {@code epoch}, which starts with every live entry, so that the
+   * older journals can go; they are deleted and the old one closed in the background.
+   */
+  private void rollTo(long epoch) {
+    AppendableFile old = current;
+    long oldEpoch = currentEpoch;
+    AppendableFile next;
+    try {
+      next = storage.createAppendable(journalName(epoch));
+    } catch (FileAlreadyExistsException e) {
+      giveUp();
+      throw superseded(journalName(epoch));
+    }
+    java.io.ByteArrayOutputStream snapshot = new java.io.ByteArrayOutputStream();
+    snapshot.writeBytes(header());
+    for (Map.Entry<Long, byte[]> e : entries.entrySet()) {
+      if (!plainEntries.contains(e.getKey())) {
+        snapshot.writeBytes(record(PUT, e.getKey(), e.getValue()));
+      }
+    }
+    for (long id : pendingDeletes) {
+      snapshot.writeBytes(record(DELETE, id, new byte[0]));
+    }
+    try {
+      next.append(snapshot.toByteArray());
+      for (FileInfo f : storage.list("")) {
+        if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
+          throw superseded(f.name());
+        }
+      }
+    } catch (RuntimeException e) {
+      next.close();
+      giveUp();
+      throw e;
+    }
+    current = next;
+    currentEpoch = epoch;
+    currentRecords = entries.size();
+    retired = null;
+    pendingDeletes.clear();
+    BACKGROUND.execute(
+        () -> {
+          old.close();
+          for (FileInfo f : storage.list("")) {
+            if (isJournalName(f.name()) && epochOf(f.name()) <= oldEpoch) {
+              storage.delete(f.name());
+            }
+          }
+        });
+  }
+
+  private static byte[] header() {
+    return new byte[] {MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], VERSION, 0, 0, 0};
+  }
+
+  private static byte[] record(byte type, long batchId, byte[] payload) {
+    ByteBuffer b = ByteBuffer.allocate(RECORD_HEADER_LENGTH + payload.length);
+    b.putInt(payload.length).put(type).putLong(batchId);
+    CRC32C crc = new CRC32C();
+    crc.update(b.array(), 0, 13);
+    crc.update(payload);
+    b.putInt((int) crc.getValue()).put(payload);
+    return b.array();
+  }
+
+  private String where(String name) {
+    return storage.describe() + "/" + name;
+  }
+
+  /** The append of one put's records to one journal, as the primary copy of a hedged put. */
+  private final class AppendCopy implements HedgeCopy {
+    private final AppendableFile file;
+    private final byte[] records;
+
+    AppendCopy(AppendableFile file, byte[] records) {
+      this.file = file;
+      this.records = records;
+    }
+
+    @Override
+    public String write(byte[] content) {
+      return file.name() + "@" + file.append(records);
+    }
+
+    /** A record cannot be taken out: a late duplicate of the entry, harmless. */
+    @Override
+    public boolean discard(String name) {
+      return false;
+    }
+
+    /** Later entries go to the next journal: this one's pipeline is slow. */
+    @Override
+    public void hedgeStarted() {
+      retired = file;
+    }
+
+    @Override
+    public String describe() {
+      return where(file.name()) + " (append)";
+    }
+  }
+
+  /**
+   * The entry as a plain file, the hedge of a late append. After creating it, checks that no newer
+   * journal exists: a writer fenced by a newer one must not believe its entry published; the newer
+   * writer either listed after this file was created (and saw it), or created its journal before
+   * (and is seen here).
+   */
+  private final class PlainEntryCopy implements HedgeCopy {
+    private final String name;
+    private final long epoch;
+
+    PlainEntryCopy(String name, long epoch) {
+      this.name = name;
+      this.epoch = epoch;
+    }
+
+    @Override
+    public String write(byte[] content) {
+      checkNotSuperseded();
+      storage.create(name, ContentWriter.ofBytes(content));
+      checkNotSuperseded();
+      return name;
+    }
+
+    private void checkNotSuperseded() {
+      for (FileInfo f : storage.list("")) {
+        if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
+          throw new OutcomeUnknownException(
+              where(name)
+                  + " was written while a newer writer took the log over ("
+                  + f.name()
+                  + "): two queries on one checkpoint?");
+        }
+      }
+    }
+
+    @Override
+    public boolean discard(String written) {
+      storage.delete(written);
+      return true;
+    }
+
+    @Override
+    public String describe() {
+      return where(name);
+    }
+  }
+
+  private static final java.util.concurrent.ExecutorService BACKGROUND =
+      java.util.concurrent.Executors.newCachedThreadPool(
+          task -> {
+            Thread t = new Thread(task, "streamstate-log-journal");
+            t.setDaemon(true);
+            return t;
+          });
+}
