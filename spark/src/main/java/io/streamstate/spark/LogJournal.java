@@ -75,7 +75,9 @@ final class LogJournal {
   private static final AtomicLong APPENDS = new AtomicLong();
 
   private final HadoopStorage storage;
-  private final HedgedWriter hedger;
+
+  /** Set by the first manager that hedges (a reading manager may have made this journal). */
+  private volatile HedgedWriter hedger;
 
   // Writer state, guarded by this. Null current: not (or no longer) the writer.
   private AppendableFile current;
@@ -99,7 +101,12 @@ final class LogJournal {
    * @param hedger hedges appends with a plain entry file (null: not hedged)
    */
   static LogJournal of(HadoopStorage storage, HedgedWriter hedger) {
-    return BY_DIR.computeIfAbsent(storage.describe(), d -> new LogJournal(storage, hedger));
+    LogJournal journal =
+        BY_DIR.computeIfAbsent(storage.describe(), d -> new LogJournal(storage, hedger));
+    if (journal.hedger == null && hedger != null) {
+      journal.hedger = hedger;
+    }
+    return journal;
   }
 
   /**
@@ -289,11 +296,12 @@ final class LogJournal {
       byte[] record = withPendingDeletes(record(PUT, batchId, bytes));
       String entryName = Long.toString(batchId);
       try {
-        if (hedger == null || !hedger.policy().isEnabled()) {
+        HedgedWriter hedging = hedger;
+        if (hedging == null || !hedging.policy().isEnabled()) {
           current.append(record);
         } else {
           HedgedPublish published =
-              hedger.publish(
+              hedging.publish(
                   new AppendCopy(current, record),
                   new PlainEntryCopy(entryName, currentEpoch),
                   bytes);
