@@ -350,71 +350,24 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
   }
 
   /** An open stream that each append writes to and hsyncs. */
-  private final class HadoopAppendableFile implements AppendableFile {
-    private final String name;
+  private final class HadoopAppendableFile
+      extends io.streamstate.core.storage.StreamAppendableFile {
     private final FSDataOutputStream out;
-    private long length;
-    private volatile boolean open = true;
 
     HadoopAppendableFile(String name, FSDataOutputStream out) {
-      this.name = name;
+      super(name, where(name));
       this.out = out;
     }
 
     @Override
-    public String name() {
-      return name;
+    protected void writeAndSync(byte[] bytes) throws IOException {
+      out.write(bytes);
+      out.hsync();
     }
 
     @Override
-    public synchronized long append(byte[] bytes) {
-      if (!open) {
-        throw new IllegalStateException(where(name) + " is closed for appends");
-      }
-      long offset = length;
-      try {
-        out.write(bytes);
-        out.hsync();
-      } catch (IOException | RuntimeException e) {
-        close();
-        throw new OutcomeUnknownException(
-            "Cannot append "
-                + bytes.length
-                + " bytes to "
-                + where(name)
-                + " at offset "
-                + offset
-                + ": "
-                + e
-                + "; a prefix of them may be in the file",
-            e);
-      }
-      length += bytes.length;
-      return offset;
-    }
-
-    @Override
-    public synchronized long length() {
-      return length;
-    }
-
-    @Override
-    public boolean isOpen() {
-      return open;
-    }
-
-    @Override
-    public void close() {
-      if (!open) {
-        return;
-      }
-      open = false;
-      try {
-        out.close();
-      } catch (IOException | RuntimeException e) {
-        // every completed append was hsynced: nothing is lost by a failed close
-        LOG.debug("Closing {} failed", where(name), e);
-      }
+    protected void closeStream() throws IOException {
+      out.close();
     }
   }
 

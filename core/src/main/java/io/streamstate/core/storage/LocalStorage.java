@@ -146,77 +146,26 @@ public final class LocalStorage implements Storage, SupportsAppend {
   }
 
   /** An appendable file on local disk: each append is written and forced before it returns. */
-  private static final class LocalAppendableFile implements AppendableFile {
-    private final String name;
-    private final Path path;
+  private static final class LocalAppendableFile extends StreamAppendableFile {
     private final FileChannel channel;
-    private long length;
-    private volatile boolean open = true;
 
     LocalAppendableFile(String name, Path path, FileChannel channel) {
-      this.name = name;
-      this.path = path;
+      super(name, path.toString());
       this.channel = channel;
     }
 
     @Override
-    public String name() {
-      return name;
-    }
-
-    @Override
-    public synchronized long append(byte[] bytes) {
-      if (!open) {
-        throw new IllegalStateException(path + " is closed for appends");
+    protected void writeAndSync(byte[] bytes) throws IOException {
+      java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(bytes);
+      while (buffer.hasRemaining()) {
+        channel.write(buffer);
       }
-      long offset = length;
-      try {
-        java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(bytes);
-        while (buffer.hasRemaining()) {
-          channel.write(buffer);
-        }
-        channel.force(false);
-      } catch (IOException | RuntimeException e) {
-        closeQuietly();
-        throw new OutcomeUnknownException(
-            "Cannot append "
-                + bytes.length
-                + " bytes to "
-                + path
-                + " at offset "
-                + offset
-                + ": "
-                + e
-                + "; a prefix of them may be in the file",
-            e);
-      }
-      length += bytes.length;
-      return offset;
+      channel.force(false);
     }
 
     @Override
-    public synchronized long length() {
-      return length;
-    }
-
-    @Override
-    public boolean isOpen() {
-      return open;
-    }
-
-    /** Not synchronized: closing ends an append stalled in the kernel (it then fails). */
-    @Override
-    public void close() {
-      closeQuietly();
-    }
-
-    private void closeQuietly() {
-      open = false;
-      try {
-        channel.close();
-      } catch (IOException e) {
-        // every completed append was forced already: nothing is lost by a failed close
-      }
+    protected void closeStream() throws IOException {
+      channel.close(); // also drops the lock
     }
   }
 

@@ -20,8 +20,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -44,8 +42,13 @@ class GroupCommitTest {
   private static final int STORES = 4;
 
   @TempDir Path tmp;
-  private int instances;
   private final ExecutorService pool = Executors.newFixedThreadPool(STORES);
+  private StoreGroup group;
+
+  @org.junit.jupiter.api.BeforeEach
+  void makeGroup() {
+    group = new StoreGroup(tmp, pool, STORES);
+  }
 
   @AfterEach
   void stopPool() {
@@ -54,19 +57,7 @@ class GroupCommitTest {
 
   private VersionedStore open(
       Storage storage, int store, StoreOptions options, GroupCommitter committer) {
-    return VersionedStore.open(
-        "op=0/part=" + store,
-        storage,
-        prefix(store),
-        tmp.resolve("l" + (++instances)),
-        options,
-        EngineFixture.BUDGET,
-        null,
-        committer);
-  }
-
-  private static String prefix(int store) {
-    return "0/" + store + "/";
+    return group.open(storage, store, options, committer);
   }
 
   private List<VersionedStore> openAll(Storage storage, StoreOptions options, long maxWaitMillis) {
@@ -80,35 +71,18 @@ class GroupCommitTest {
 
   /** Commits version {@code v} of every store, one thread each, all begun before any commits. */
   private void commitTogether(List<VersionedStore> stores, long v) throws Exception {
-    for (Future<Long> f : startTogether(stores, v)) {
-      assertThat(f.get()).isEqualTo(v);
-    }
+    group.commitTogether(stores, v);
   }
 
   /** As {@link #commitTogether}, returning each store's outcome. */
   private List<Future<Long>> startTogether(List<VersionedStore> stores, long v) {
-    CyclicBarrier begun = new CyclicBarrier(stores.size());
-    List<Future<Long>> commits = new ArrayList<>();
-    for (VersionedStore store : stores) {
-      commits.add(
-          pool.submit(
-              () -> {
-                try (StateTransaction tx = store.begin(v - 1)) {
-                  writeVersion(tx, v);
-                  begun.await();
-                  return tx.commit();
-                }
-              }));
-    }
-    return commits;
+    return group.startTogether(stores, v);
   }
 
   /** Every outcome failed with {@code type} (wrapped in the member's own exception of it). */
   private static void assertEveryMemberFailed(
       List<Future<Long>> outcomes, Class<? extends Throwable> type) {
-    for (Future<Long> f : outcomes) {
-      assertThatThrownBy(f::get).isInstanceOf(ExecutionException.class).hasCauseInstanceOf(type);
-    }
+    StoreGroup.assertEveryMemberFailed(outcomes, type);
   }
 
   private static List<String> segments(InMemoryStorage durable) {
@@ -121,13 +95,7 @@ class GroupCommitTest {
 
   /** Every store loads {@code v} in a new process (a new storage instance, so nothing cached). */
   private void assertEveryStoreLoads(InMemoryStorage durable, long v) {
-    Storage fresh = FaultInjectingStorage.builder(durable, 99).build();
-    for (int i = 0; i < STORES; i++) {
-      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
-          StateTransaction tx = store.begin(v)) {
-        assertState(tx, v);
-      }
-    }
+    group.assertEveryStoreLoads(durable, v);
   }
 
   @Test

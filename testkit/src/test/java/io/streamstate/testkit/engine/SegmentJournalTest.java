@@ -30,8 +30,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -57,8 +55,13 @@ class SegmentJournalTest {
   private static final SegmentJournalSettings JOURNAL = SegmentJournalSettings.defaults();
 
   @TempDir Path tmp;
-  private int instances;
   private final ExecutorService pool = Executors.newCachedThreadPool();
+  private StoreGroup group;
+
+  @org.junit.jupiter.api.BeforeEach
+  void makeGroup() {
+    group = new StoreGroup(tmp, pool, STORES);
+  }
 
   @AfterEach
   void stopPool() {
@@ -67,15 +70,7 @@ class SegmentJournalTest {
 
   private VersionedStore open(
       Storage storage, int store, StoreOptions options, GroupCommitter committer) {
-    return VersionedStore.open(
-        "op=0/part=" + store,
-        storage,
-        "0/" + store + "/",
-        tmp.resolve("l" + (++instances)),
-        options,
-        EngineFixture.BUDGET,
-        null,
-        committer);
+    return group.open(storage, store, options, committer);
   }
 
   private List<VersionedStore> openAll(
@@ -92,33 +87,16 @@ class SegmentJournalTest {
   }
 
   private void commitTogether(List<VersionedStore> stores, long v) throws Exception {
-    for (Future<Long> f : startTogether(stores, v)) {
-      assertThat(f.get()).isEqualTo(v);
-    }
+    group.commitTogether(stores, v);
   }
 
   private List<Future<Long>> startTogether(List<VersionedStore> stores, long v) {
-    CyclicBarrier begun = new CyclicBarrier(stores.size());
-    List<Future<Long>> commits = new ArrayList<>();
-    for (VersionedStore store : stores) {
-      commits.add(
-          pool.submit(
-              () -> {
-                try (StateTransaction tx = store.begin(v - 1)) {
-                  writeVersion(tx, v);
-                  begun.await();
-                  return tx.commit();
-                }
-              }));
-    }
-    return commits;
+    return group.startTogether(stores, v);
   }
 
   private static void assertEveryMemberFailed(
       List<Future<Long>> outcomes, Class<? extends Throwable> type) {
-    for (Future<Long> f : outcomes) {
-      assertThatThrownBy(f::get).isInstanceOf(ExecutionException.class).hasCauseInstanceOf(type);
-    }
+    StoreGroup.assertEveryMemberFailed(outcomes, type);
   }
 
   private static List<String> journals(InMemoryStorage durable) {
@@ -146,13 +124,7 @@ class SegmentJournalTest {
   }
 
   private void assertEveryStoreLoads(InMemoryStorage durable, long v) {
-    Storage fresh = FaultInjectingStorage.builder(durable, 99).build();
-    for (int i = 0; i < STORES; i++) {
-      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
-          StateTransaction tx = store.begin(v)) {
-        assertState(tx, v);
-      }
-    }
+    group.assertEveryStoreLoads(durable, v);
   }
 
   /** A hedger whose deadline is a second: hedges fire for stalls, not for ordinary appends. */
