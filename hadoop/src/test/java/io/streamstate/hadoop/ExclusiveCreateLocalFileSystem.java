@@ -47,7 +47,12 @@ import org.apache.hadoop.util.Progressable;
  * declares {@value CreateIfAbsent#APPEND_HSYNC_CAPABILITY}, as HDFS would: {@link HadoopStorage}
  * appends its segment journals here through Hadoop's stream API.
  */
-public class ExclusiveCreateLocalFileSystem extends FileSystem {
+public class ExclusiveCreateLocalFileSystem extends FileSystem
+    implements org.apache.hadoop.fs.LeaseRecoverable {
+  /** Streams still open, by local path, as HDFS leases: {@link #recoverLease} fences them. */
+  private static final java.util.Map<String, SyncableStream> OPEN_STREAMS =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   private URI uri = URI.create("exclfs:///");
   private final RawLocalFileSystem local = new RawLocalFileSystem();
 
@@ -139,33 +144,78 @@ public class ExclusiveCreateLocalFileSystem extends FileSystem {
     } catch (java.nio.file.FileAlreadyExistsException e) {
       throw new FileAlreadyExistsException(f + " already exists");
     }
-    return new FSDataOutputStream(new SyncableStream(channel), statistics);
+    SyncableStream stream = new SyncableStream(channel, p.toString());
+    OPEN_STREAMS.put(p.toString(), stream);
+    return new FSDataOutputStream(stream, statistics);
+  }
+
+  /** As HDFS's: the file's open stream, if any, is ended; its later writes and syncs fail. */
+  @Override
+  public boolean recoverLease(Path f) throws IOException {
+    java.nio.file.Path p = toLocal(f);
+    if (!Files.exists(p)) {
+      throw new FileNotFoundException(f.toString());
+    }
+    SyncableStream open = OPEN_STREAMS.remove(p.toString());
+    if (open != null) {
+      open.fenced = true;
+    }
+    return true;
+  }
+
+  @Override
+  public boolean isFileClosed(Path f) {
+    return !OPEN_STREAMS.containsKey(toLocal(f).toString());
   }
 
   /** Writes straight to the file (readers see every write); {@code hsync} forces it to disk. */
   private static final class SyncableStream extends FilterOutputStream
       implements Syncable, StreamCapabilities {
     private final FileChannel channel;
+    private final String localPath;
+    volatile boolean fenced;
 
-    SyncableStream(FileChannel channel) {
+    SyncableStream(FileChannel channel, String localPath) {
       super(Channels.newOutputStream(channel));
       this.channel = channel;
+      this.localPath = localPath;
+    }
+
+    private void checkLease() throws IOException {
+      if (fenced) {
+        throw new IOException("The lease on " + localPath + " was recovered by another writer");
+      }
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      checkLease();
+      out.write(b);
     }
 
     @Override
     public void write(byte[] b, int off, int len) throws IOException {
+      checkLease();
       out.write(b, off, len); // FilterOutputStream would write byte by byte
     }
 
     @Override
     public void hflush() throws IOException {
+      checkLease();
       out.flush();
     }
 
     @Override
     public void hsync() throws IOException {
+      checkLease();
       out.flush();
       channel.force(false);
+    }
+
+    @Override
+    public void close() throws IOException {
+      OPEN_STREAMS.remove(localPath, this);
+      super.close();
     }
 
     @Override

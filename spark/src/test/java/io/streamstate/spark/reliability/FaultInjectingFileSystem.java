@@ -70,7 +70,7 @@ public class FaultInjectingFileSystem extends ExclusiveCreateLocalFileSystem {
     if (fault == null) {
       return new FSDataOutputStream(new SyncFaultStream(out, f, toLocal(f)), null);
     }
-    if (f.getName().endsWith(".journal")) {
+    if (f.getName().endsWith(".journal") || f.getName().startsWith(".journal-")) {
       // A journal is created empty and appended to later: the create itself fails after taking
       // the name (the empty journal is left for the sweep).
       out.close();

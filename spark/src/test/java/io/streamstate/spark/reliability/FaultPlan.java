@@ -129,11 +129,21 @@ final class FaultPlan {
    * shuffle partitions, restricted to files under the local path {@code root}.
    */
   static FaultPlan generate(long seed, String root, int batches, int partitions) {
+    return generate(seed, root, batches, partitions, false);
+  }
+
+  /**
+   * As {@link #generate(long, String, int, int)}; with {@code logJournals}, Spark's offset and
+   * commit logs are log journals, and their faults are drawn mostly on syncs (each entry is one),
+   * torn ones included (a journal record verifies itself).
+   */
+  static FaultPlan generate(
+      long seed, String root, int batches, int partitions, boolean logJournals) {
     Random r = new Random(seed * 0x9E3779B97F4A7C15L + 17);
     List<StorageFault> storage = new ArrayList<>();
     int storageCount = 2 + r.nextInt(4);
     for (int i = 0; i < storageCount; i++) {
-      storage.add(randomStorageFault(r, batches));
+      storage.add(randomStorageFault(r, batches, logJournals));
     }
     List<TaskFault> tasks = new ArrayList<>();
     int taskCount = r.nextInt(3);
@@ -148,7 +158,7 @@ final class FaultPlan {
     return new FaultPlan(seed, root, storage, tasks);
   }
 
-  private static StorageFault randomStorageFault(Random r, int batches) {
+  private static StorageFault randomStorageFault(Random r, int batches, boolean logJournals) {
     // Our files are written by every store of every batch (about 12 changelogs a batch here);
     // Spark's offsets and commits once a batch.
     Target target =
@@ -162,8 +172,11 @@ final class FaultPlan {
           default -> Target.OTHER;
         };
     int opDraw = r.nextInt(10);
-    Op op =
+    boolean journaled =
         target == Target.SEGMENTS
+            || (logJournals && (target == Target.OFFSETS || target == Target.COMMITS));
+    Op op =
+        journaled
             // Group commits append to a journal (a sync each); journals and hedges are created
             // rarely.
             ? switch (opDraw) {
@@ -183,6 +196,8 @@ final class FaultPlan {
         target == Target.SEGMENTS
             ? (op == Op.SYNC ? 3 : 1)
             : target.ours() || target == Target.OTHER ? 12 : 1;
+    boolean tearable =
+        (op == Op.CREATE || op == Op.SYNC) && target.ours() || journaled && op == Op.SYNC;
     int nth = 1 + r.nextInt(Math.max(1, perBatch * batches));
     Kind kind =
         switch (r.nextInt(8)) {
@@ -191,8 +206,7 @@ final class FaultPlan {
           case 5 -> Kind.STALL;
           // A torn file of Spark's own logs cannot be recovered without a hand (spark/README.md,
           // "Caveat"): torn files only where the provider promises to handle them.
-          default ->
-              (op == Op.CREATE || op == Op.SYNC) && target.ours() ? Kind.TORN : Kind.ERROR_BEFORE;
+          default -> tearable ? Kind.TORN : Kind.ERROR_BEFORE;
         };
     return new StorageFault(op, target, nth, kind);
   }

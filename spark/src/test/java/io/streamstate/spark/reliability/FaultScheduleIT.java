@@ -31,12 +31,17 @@ import org.junit.jupiter.api.Test;
  * <p>Prints one summary line, {@code fault schedules: N run, L rows lost, D rows doubled, F faults
  * injected (by kind: ...)}, also written to {@code target/reliability/fault-schedules.txt}.
  *
- * <p>System properties: {@value #SCHEDULES} (default 50; the soak mode runs 1000 or more) and
- * {@value #SEED} (run only that seed, as a failure message says).
+ * <p>A second test runs schedules with Spark's logs in log journals ({@code logJournal.enabled}),
+ * seeds from 1000, and prints {@code log-journal fault schedules: ...}.
+ *
+ * <p>System properties: {@value #SCHEDULES} (default 50; the soak mode runs 1000 or more), {@value
+ * #LOG_JOURNAL_SCHEDULES} (default 20) and {@value #SEED} (run only that seed, as a failure message
+ * says).
  */
 class FaultScheduleIT {
   static final String SCHEDULES = "streamstate.faults.schedules";
   static final String SEED = "streamstate.faults.seed";
+  static final String LOG_JOURNAL_SCHEDULES = "streamstate.faults.logJournalSchedules";
   private static final int BATCHES = 3;
   private static final int PARTITIONS = 2;
   private static final int MAX_RESTARTS = 8;
@@ -114,10 +119,11 @@ class FaultScheduleIT {
       List<String> fired,
       Map<FaultPlan.Kind, Long> injected) {}
 
-  private static ScheduleResult runSchedule(long seed) throws Exception {
+  private static ScheduleResult runSchedule(long seed, boolean logJournals) throws Exception {
     Path dir = work.resolve("schedule-" + seed);
     Files.createDirectories(dir);
-    FaultPlan plan = FaultPlan.generate(seed, dir.toAbsolutePath() + "/", BATCHES, PARTITIONS);
+    FaultPlan plan =
+        FaultPlan.generate(seed, dir.toAbsolutePath() + "/", BATCHES, PARTITIONS, logJournals);
     FaultPlan.install(plan);
     try {
       ReliabilityQuery.RunResult run =
@@ -163,16 +169,39 @@ class FaultScheduleIT {
 
   @Test
   void everySeededFaultScheduleGivesTheReferenceOutput() throws Exception {
+    runSchedules(seeds(0, Integer.getInteger(SCHEDULES, 50)), false);
+  }
+
+  /**
+   * The same with Spark's offset and commit logs in log journals (opt-in): faults on their syncs
+   * (each entry is one), torn ones included, and on the journals' creates, reads and listings; each
+   * restart takes the log over from the failed run's journal.
+   */
+  @Test
+  void everySeededFaultScheduleWithLogJournalsGivesTheReferenceOutput() throws Exception {
+    spark.conf().set(io.streamstate.spark.StreamStateConf.LOG_JOURNAL, "true");
+    try {
+      runSchedules(seeds(1000, Integer.getInteger(LOG_JOURNAL_SCHEDULES, 20)), true);
+    } finally {
+      spark.conf().unset(io.streamstate.spark.StreamStateConf.LOG_JOURNAL);
+    }
+  }
+
+  /** {@code count} seeds from {@code first}, or the one {@value #SEED} names. */
+  private static List<Long> seeds(long first, int count) {
     List<Long> seeds = new ArrayList<>();
     String only = System.getProperty(SEED);
     if (only != null && !only.isBlank()) {
       seeds.add(Long.parseLong(only.trim()));
     } else {
-      int n = Integer.getInteger(SCHEDULES, 50);
-      for (long s = 0; s < n; s++) {
+      for (long s = first; s < first + count; s++) {
         seeds.add(s);
       }
     }
+    return seeds;
+  }
+
+  private void runSchedules(List<Long> seeds, boolean logJournals) throws Exception {
     long lost = 0;
     long doubled = 0;
     long restarts = 0;
@@ -184,7 +213,7 @@ class FaultScheduleIT {
     ExecutorService pool = Executors.newFixedThreadPool(CONCURRENT_SCHEDULES);
     List<Future<ScheduleResult>> results = new ArrayList<>();
     for (long seed : seeds) {
-      results.add(pool.submit(() -> runSchedule(seed)));
+      results.add(pool.submit(() -> runSchedule(seed, logJournals)));
     }
     pool.shutdown();
     for (Future<ScheduleResult> future : results) {
@@ -201,7 +230,8 @@ class FaultScheduleIT {
     long total = injected.values().stream().mapToLong(Long::longValue).sum();
     String summary =
         String.format(
-            "fault schedules: %d run, %d rows lost, %d rows doubled, %d faults injected (by kind:"
+            (logJournals ? "log-journal fault schedules" : "fault schedules")
+                + ": %d run, %d rows lost, %d rows doubled, %d faults injected (by kind:"
                 + " %s), %d schedules failed, %d query restarts, %d task attempts failed by"
                 + " injection, %d speculative attempts",
             seeds.size(),
@@ -216,7 +246,11 @@ class FaultScheduleIT {
             TaskFaults.failedAttempts.get() - failedTasksBefore,
             speculativeAttempts.get());
     System.out.println(summary);
-    Path report = Path.of("target", "reliability", "fault-schedules.txt");
+    Path report =
+        Path.of(
+            "target",
+            "reliability",
+            logJournals ? "fault-schedules-log-journals.txt" : "fault-schedules.txt");
     Files.createDirectories(report.getParent());
     List<String> lines = new ArrayList<>(failed);
     lines.add(summary);
