@@ -326,35 +326,21 @@ public final class GroupCommitter {
       Segment segment = new Segment(group.version, members);
       long id = CommitIds.next();
       name = SegmentCatalog.name(group.version, id);
-      byte[] payload = segment.encode();
+      byte[] framed = FramedFile.frame(FileKind.SEGMENT, segment.encode());
+      HedgeCopy file = HedgeCopy.create(storage, name);
+      // Appended to the journal where there is one (the file when none is available), hedged by a
+      // file of its own.
+      HedgeCopy primary = journal != null ? journal.copy(id, file) : file;
       try {
-        HedgeCopy file = HedgeCopy.create(storage, name);
-        if (journal != null && hedger != null && hedger.policy().isEnabled()) {
-          // The append is the primary; a late or failed one is hedged by a segment file.
+        if (hedger != null && hedger.policy().isEnabled()) {
           published =
               hedger.publish(
-                  journal.copy(id, file),
+                  primary,
                   HedgeCopy.create(storage, SegmentCatalog.hedgeName(group.version, id)),
-                  FramedFile.frame(FileKind.SEGMENT, payload));
-          name = published.name();
-        } else if (journal != null) {
-          byte[] framed = FramedFile.frame(FileKind.SEGMENT, payload);
-          String record = journal.append(id, framed);
-          if (record != null) {
-            name = record;
-          } else {
-            file.write(framed);
-          }
-        } else if (hedger != null && hedger.policy().isEnabled()) {
-          published =
-              hedger.publish(
-                  storage,
-                  name,
-                  SegmentCatalog.hedgeName(group.version, id),
-                  FramedFile.frame(FileKind.SEGMENT, payload));
+                  framed);
           name = published.name();
         } else {
-          storage.create(name, FramedFile.writer(FileKind.SEGMENT, payload));
+          name = primary.write(framed);
         }
       } catch (FileAlreadyExistsException e) {
         // Segment ids are random 64-bit numbers: nothing of ours was published.

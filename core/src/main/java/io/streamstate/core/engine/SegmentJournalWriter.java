@@ -122,26 +122,20 @@ final class SegmentJournalWriter {
 
   /**
    * Appends the framed segment {@code segmentId} to the current journal and returns its record's
-   * name, or null if no journal is available (the caller publishes a segment file instead).
+   * name, or null if no journal is available (the copy then writes its fallback file).
    *
    * @throws OutcomeUnknownException the append failed, or returned too late to be safe from the
    *     sweep; the record may be in the journal
    */
-  String append(long segmentId, byte[] framedSegment) {
-    return append(segmentId, framedSegment, null);
-  }
-
   private String append(long segmentId, byte[] framedSegment, AppendCopy copy) {
     byte[] record = SegmentJournalFile.record(segmentId, framedSegment);
     Journal j = acquire(record.length);
     if (j == null) {
       return null;
     }
-    if (copy != null) {
-      copy.journal = j;
-      if (copy.hedged) {
-        retire(j); // hedged before it even started: later commits go elsewhere
-      }
+    copy.journal = j;
+    if (copy.hedged) {
+      retire(j); // hedged before it even started: later commits go elsewhere
     }
     boolean failed = true;
     try {
