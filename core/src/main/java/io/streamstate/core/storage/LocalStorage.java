@@ -47,19 +47,7 @@ public final class LocalStorage implements Storage, SupportsAppend {
   @Override
   public void create(String name, ContentWriter content) {
     Path path = resolve(name);
-    try {
-      Files.createDirectories(path.getParent());
-    } catch (IOException e) {
-      throw new RetryableException("Cannot create directory for " + path + ": " + e, e);
-    }
-    FileChannel channel;
-    try {
-      channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-    } catch (java.nio.file.FileAlreadyExistsException e) {
-      throw new FileAlreadyExistsException(name);
-    } catch (IOException e) {
-      throw new RetryableException("Cannot create " + path + ": " + e, e);
-    }
+    FileChannel channel = createNew(name, path);
     // From here on the name is ours: on any failure remove it, so nothing partial is left.
     try (channel) {
       OutputStream out = Channels.newOutputStream(channel);
@@ -76,6 +64,22 @@ public final class LocalStorage implements Storage, SupportsAppend {
     forceDirectory(path.getParent());
   }
 
+  /** Opens {@code path} with {@code CREATE_NEW} (O_EXCL), making its directory first. */
+  private static FileChannel createNew(String name, Path path) {
+    try {
+      Files.createDirectories(path.getParent());
+    } catch (IOException e) {
+      throw new RetryableException("Cannot create directory for " + path + ": " + e, e);
+    }
+    try {
+      return FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      throw new FileAlreadyExistsException(name);
+    } catch (IOException e) {
+      throw new RetryableException("Cannot create " + path + ": " + e, e);
+    }
+  }
+
   @Override
   public boolean appendSupported() {
     return true;
@@ -84,19 +88,7 @@ public final class LocalStorage implements Storage, SupportsAppend {
   @Override
   public AppendableFile createAppendable(String name) {
     Path path = resolve(name);
-    try {
-      Files.createDirectories(path.getParent());
-    } catch (IOException e) {
-      throw new RetryableException("Cannot create directory for " + path + ": " + e, e);
-    }
-    FileChannel channel;
-    try {
-      channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-    } catch (java.nio.file.FileAlreadyExistsException e) {
-      throw new FileAlreadyExistsException(name);
-    } catch (IOException e) {
-      throw new RetryableException("Cannot create " + path + ": " + e, e);
-    }
+    FileChannel channel = createNew(name, path);
     try {
       forceDirectory(path.getParent());
     } catch (RuntimeException e) {
