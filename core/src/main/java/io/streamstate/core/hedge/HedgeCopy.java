@@ -35,12 +35,21 @@ public interface HedgeCopy {
 
   /** The usual copy: {@code storage.create(name)}, discarded by deleting it. */
   static HedgeCopy create(Storage storage, String name) {
+    return create(storage, name, null);
+  }
+
+  /**
+   * A create of {@code name} whose bytes come from {@code content} (called once per write, so it
+   * must write the same bytes every time) instead of those handed to {@link #write}; with {@code
+   * content} null, those bytes. Discarded by deleting it.
+   */
+  static HedgeCopy create(Storage storage, String name, ContentWriter content) {
     Objects.requireNonNull(storage, "storage");
     Objects.requireNonNull(name, "name");
     return new HedgeCopy() {
       @Override
-      public String write(byte[] content) {
-        storage.create(name, ContentWriter.ofBytes(content));
+      public String write(byte[] bytes) {
+        storage.create(name, content != null ? content : ContentWriter.ofBytes(bytes));
         return name;
       }
 

@@ -4,6 +4,7 @@ import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.Storage;
 import java.time.Duration;
 import java.util.Objects;
@@ -106,6 +107,27 @@ public final class HedgedWriter {
     }
     return publish(
         HedgeCopy.create(storage, primaryName), HedgeCopy.create(storage, alternateName), content);
+  }
+
+  /**
+   * As {@link #publish(Storage, String, String, byte[])}, for content too large to hold in memory
+   * (a file spilled to local disk, for example): each started copy calls {@code content} once, so
+   * it must write the same bytes every time and may be called from two threads at once.
+   */
+  public HedgedPublish publish(
+      Storage storage, String primaryName, String alternateName, ContentWriter content) {
+    Objects.requireNonNull(storage, "storage");
+    Objects.requireNonNull(primaryName, "primaryName");
+    Objects.requireNonNull(alternateName, "alternateName");
+    Objects.requireNonNull(content, "content");
+    if (primaryName.equals(alternateName)) {
+      throw new IllegalArgumentException(
+          "The alternate name must differ from the primary name: " + primaryName);
+    }
+    return publish(
+        HedgeCopy.create(storage, primaryName, content),
+        HedgeCopy.create(storage, alternateName, content),
+        new byte[0]);
   }
 
   /**
