@@ -3,6 +3,7 @@ package io.streamstate.bench.spark;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
 
 /**
  * The latency a simulated storage adds to one operation, by operation kind, from a seeded random
@@ -18,13 +19,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       list) costs 2-6 ms times the number of metadata operations in flight (itself included), and
  *       global pauses (exponential gaps, mean 15 s, 3-10 s long times {@code stallScale}) hold
  *       every metadata caller until the pause ends. Data writes and reads 1-4 ms plus 200 MB/s.
+ *   <li>{@code slow-datanode-periods}: DataNodes that are slow for periods (a {@link
+ *       DataNodeCluster}: 6 DataNodes by default, each slow for 5-20 s times {@code stallScale}
+ *       about 5 % of the time), and pipelines of 3 of them per file. A data write or {@code hsync}
+ *       first waits, while a DataNode of its file's pipeline is slow, until that period ends, then
+ *       pays slow-datanode's normal draw: 2-12 ms plus 200 MB/s. Metadata 0.3-2 ms.
  *   <li>{@code s3}: HEAD/create/mkdirs/delete 10-30 ms, LIST 20-50 ms, GET 15-40 ms plus 80 MB/s,
  *       PUT 25-60 ms plus 80 MB/s, rename = copy at 30 MB/s plus 45-90 ms.
  * </ul>
  *
  * <p>{@link #draw} is the model itself (no sleeping, deterministic for a seed and a sequence of
  * calls); {@link #delay} applies a draw by sleeping {@code latencyScale} times the drawn latency
- * (0: draw and account, never sleep), after waiting out a busy-namenode pause.
+ * (0: draw and account, never sleep), after waiting out a busy-namenode pause or a slow DataNode.
+ * Pauses and slow periods follow the model's clock: ms since the model was created.
  */
 final class LatencyModel {
   /** Operation kinds, also the counter names ({@link #counterName()}). */
@@ -59,6 +66,9 @@ final class LatencyModel {
     }
   }
 
+  /** The profile whose DataNodes are slow for periods ({@link DataNodeCluster}). */
+  static final String SLOW_DATANODE_PERIODS = "slow-datanode-periods";
+
   /** slow-datanode: probability that one data write stalls. */
   static final double STALL_PROBABILITY = 0.01;
 
@@ -81,10 +91,17 @@ final class LatencyModel {
   private final SplittableRandom random;
   private final AtomicInteger metadataInFlight = new AtomicInteger();
 
+  /** slow-datanode-periods: its DataNodes; null for the other profiles. */
+  private final DataNodeCluster cluster;
+
   /** Pause schedule of busy-namenode, in ms since {@link #origin}: [start, end) pairs. */
   private final long[] pauses;
 
   private final long origin = System.nanoTime();
+
+  /** The model's clock: ms since it was created, unless a test sets another ({@link #useClock}). */
+  private volatile LongSupplier clockMs =
+      () -> TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - origin);
 
   /** A model that sleeps the latencies it draws ({@code latencyScale} 1). */
   LatencyModel(String profile, long seed, double stallScale) {
@@ -92,9 +109,31 @@ final class LatencyModel {
   }
 
   LatencyModel(String profile, long seed, double stallScale, double latencyScale) {
+    this(
+        profile,
+        seed,
+        stallScale,
+        latencyScale,
+        DataNodeCluster.DEFAULT_DATANODES,
+        DataNodeCluster.DEFAULT_REPLICATION);
+  }
+
+  /**
+   * @param datanodes slow-datanode-periods: number of DataNodes (other profiles ignore it)
+   * @param replication slow-datanode-periods: DataNodes per pipeline (other profiles ignore it)
+   */
+  LatencyModel(
+      String profile,
+      long seed,
+      double stallScale,
+      double latencyScale,
+      int datanodes,
+      int replication) {
     if (!isKnown(profile)) {
       throw new IllegalArgumentException(
-          "Unknown simfs profile '" + profile + "' (none, slow-datanode, busy-namenode, s3)");
+          "Unknown simfs profile '"
+              + profile
+              + "' (none, slow-datanode, slow-datanode-periods, busy-namenode, s3)");
     }
     if (!(stallScale >= 0) || !(latencyScale >= 0)) {
       throw new IllegalArgumentException(
@@ -121,13 +160,35 @@ final class LatencyModel {
     } else {
       pauses = new long[0];
     }
+    this.cluster =
+        profile.equals(SLOW_DATANODE_PERIODS)
+            ? new DataNodeCluster(datanodes, replication, seed, stallScale)
+            : null;
   }
 
   static boolean isKnown(String profile) {
     return switch (profile) {
-      case "none", "slow-datanode", "busy-namenode", "s3" -> true;
+      case "none", "slow-datanode", SLOW_DATANODE_PERIODS, "busy-namenode", "s3" -> true;
       default -> false;
     };
+  }
+
+  /**
+   * The DataNodes files are written through, if this profile models them (slow-datanode-periods);
+   * null otherwise.
+   */
+  DataNodeCluster cluster() {
+    return cluster;
+  }
+
+  /** Replaces the model's clock (ms); tests use it to put a request inside a slow period. */
+  void useClock(LongSupplier clockMs) {
+    this.clockMs = clockMs;
+  }
+
+  /** The model's clock: ms since the model was created (or a test's clock). */
+  long nowMs() {
+    return clockMs.getAsLong();
   }
 
   private double uniform(double lo, double hi) {
@@ -151,6 +212,13 @@ final class LatencyModel {
           double stall = uniform(STALL_MIN_MS, STALL_MAX_MS) * stallScale;
           double normal = uniform(2, 12);
           return (chance < STALL_PROBABILITY ? stall : normal) + bytes / 200_000.0; // 200 MB/s
+        }
+        return uniform(0.3, 2);
+      }
+      case SLOW_DATANODE_PERIODS -> {
+        // The slow DataNodes' wait is the pipeline's (delay); this is the normal draw.
+        if (op == Op.WRITE || op == Op.SYNC) {
+          return uniform(2, 12) + bytes / 200_000.0; // 200 MB/s
         }
         return uniform(0.3, 2);
       }
@@ -197,20 +265,35 @@ final class LatencyModel {
     return profile;
   }
 
-  /** The outcome of one {@link #delay}: the model's latency and the time actually slept. */
-  record Delay(double modelMs, long sleptMs) {}
+  /**
+   * The outcome of one {@link #delay}: the model's latency (waits included), the time actually
+   * slept, and the part of the model's latency spent waiting for a slow DataNode of the pipeline.
+   */
+  record Delay(double modelMs, long sleptMs, long slowNodeWaitMs) {}
+
+  /** {@link #delay(Op, long, int[])} of an operation that goes through no DataNode pipeline. */
+  Delay delay(Op op, long bytes) throws InterruptedException {
+    return delay(op, bytes, null);
+  }
 
   /**
-   * Waits out a busy-namenode pause (metadata only), draws the latency of one operation and sleeps
-   * {@code latencyScale} times it.
+   * Waits out a busy-namenode pause (metadata only) or, for a data write or sync through {@code
+   * pipeline} (DataNode indexes of this model's {@link #cluster()}; null: none), a slow DataNode of
+   * it; draws the latency of one operation and sleeps {@code latencyScale} times it all.
    */
-  Delay delay(Op op, long bytes) throws InterruptedException {
+  Delay delay(Op op, long bytes, int[] pipeline) throws InterruptedException {
     long start = System.nanoTime();
     double ms;
-    if (profile.equals("busy-namenode") && op.isMetadata()) {
+    long slowNodeWait = 0;
+    if (cluster != null && pipeline != null && (op == Op.WRITE || op == Op.SYNC)) {
+      slowNodeWait = cluster.pipelineWaitMs(pipeline, nowMs());
+      ms = slowNodeWait + draw(op, bytes, 1);
+      sleepMs(slowNodeWait * latencyScale);
+      sleepMs((ms - slowNodeWait) * latencyScale);
+    } else if (profile.equals("busy-namenode") && op.isMetadata()) {
       int load = metadataInFlight.incrementAndGet();
       try {
-        long now = TimeUnit.NANOSECONDS.toMillis(start - origin);
+        long now = nowMs();
         double pause = pauseRemainingMs(now);
         ms = pause + draw(op, bytes, load);
         sleepMs(pause * latencyScale);
@@ -222,7 +305,7 @@ final class LatencyModel {
       ms = draw(op, bytes, 1);
       sleepMs(ms * latencyScale);
     }
-    return new Delay(ms, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+    return new Delay(ms, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), slowNodeWait);
   }
 
   private static void sleepMs(double ms) throws InterruptedException {

@@ -24,6 +24,9 @@ final class Report {
   /** Batches before this id are warm-up (first batch, codegen, state filling) and not counted. */
   static final int FIRST_MEASURED_BATCH = 2;
 
+  /** The "batches > 5 s" column counts batches longer than this (ms). */
+  static final double LONG_BATCH_MS = 5_000;
+
   private static final String OURS = "streamstate";
   private static final Color[] COLORS = {
     new Color(0xD62728),
@@ -82,6 +85,7 @@ final class Report {
     }
     Path charts = dir.resolve("charts");
     Files.createDirectories(charts);
+    List<String> order = settings.providers.stream().map(p -> p.label).toList();
     StringBuilder md = new StringBuilder();
     md.append(
         "# Side-by-side benchmark: streamstate vs Spark 4.2 built-in state store providers\n\n");
@@ -100,8 +104,8 @@ final class Report {
         String.format(
             Locale.ROOT,
             "Mode **%s**: %d round(s); %s per run (batches %d+ counted); %s matrix; %d shuffle"
-                + " partitions, local[%d], simulated stalls scaled by %.1f. Total run time %s"
-                + " (%s).%n%n",
+                + " partitions, local[%d], `%s` sink, simulated stalls scaled by %.1f. Total run"
+                + " time %s (%s).%n%n",
             settings.mode,
             settings.rounds,
             sizes,
@@ -109,6 +113,7 @@ final class Report {
             settings.matrix,
             settings.shufflePartitions,
             settings.localThreads,
+            settings.sink,
             settings.stallScale,
             seconds < 0 ? "not recorded (report rewritten)" : seconds + " s",
             System.getProperty("os.name")
@@ -116,32 +121,39 @@ final class Report {
                 + Runtime.getRuntime().availableProcessors()
                 + " cores"));
     if (settings.heap()) {
-      heapSection(md, groups, settings, dir);
+      heapSection(md, groups, settings, order, dir);
     }
     md.append(
         "Batch duration = `triggerExecution` (ms). ×ours = this provider's figure divided by"
-            + " streamstate's in the same group (>1: streamstate is faster). commit = state"
+            + " ours in the same group (>1: ours is faster); ours (in bold) is `streamstate` if"
+            + " the group has it, else the first of our variants named in `--providers`."
+            + " batches > 5 s = counted batches longer than 5,000 ms. commit = state"
             + " `commitTimeMs` summed over partitions and operators (phases differ per provider)."
             + " Per batch, simulated storages only (`–` on local): files = durable files written"
-            + " (all: state files and Spark's offset and commit logs), state files = those under"
-            + " the checkpoint's `state/` directory, state syncs = `hsync`s of files kept open"
+            + " (all: state files, the sink's files and Spark's offset and commit logs), state"
+            + " files = those under the checkpoint's `state/` directory, sink files = those of"
+            + " the file sink (`--sink parquet`: `part-` files and its `_spark_metadata` log),"
+            + " state syncs = `hsync`s of files kept open"
             + " under `state/` (segment journal appends: durable writes that create no file),"
             + " meta ops = storage metadata operations"
             + " (create, open, rename, delete, mkdirs, status, list, block allocations of open"
-            + " files: every request but the data write and sync), state meta ops = the part of meta ops on"
-            + " paths under `state/` (the provider's own, plus Spark's state schema and operator"
-            + " metadata files there; the rest is Spark's offset, commit and metadata logs, the"
-            + " same for every provider), MB = MB written. heap = JVM heap"
+            + " files: every request but the data write and sync), state meta ops = the part of"
+            + " meta ops on paths under `state/` (the provider's own, plus Spark's state schema"
+            + " and operator metadata files there), sink meta ops = the part on the sink's"
+            + " directory; the rest is Spark's offset, commit and metadata logs, the same for"
+            + " every provider. DN waits = data writes and syncs that waited for a slow DataNode"
+            + " of their pipeline (slow-datanode-periods). MB = MB written. heap = JVM heap"
             + " used after the batch (MB, p50, whole JVM). recovery = ms from start() of the"
             + " restarted query to the end of its first batch (median over rounds). rows/s ="
             + " input rows / sum of batch durations (trigger back to back).\n\n");
     md.append(
         "| workload | keys | storage | provider | n | p50 | p95 | p99 | max | p50 ×ours | p99"
-            + " ×ours | commit p50 | addBatch p50 | files | state files | state syncs | meta ops"
-            + " | state meta ops | MB | heap | state rows | recovery | rows/s |\n");
+            + " ×ours | batches > 5 s | commit p50 | addBatch p50 | files | state files | sink"
+            + " files | state syncs | meta ops | state meta ops | sink meta ops | DN waits | MB |"
+            + " heap | state rows | recovery | rows/s |\n");
     md.append(
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-            + "---|---|\n");
+            + "---|---|---|---|---|---|\n");
     for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
       String[] key = g.getKey().split("\\|");
       Map<String, double[]> durations = new LinkedHashMap<>();
@@ -155,15 +167,19 @@ final class Report {
         steadyByProvider.put(p.getKey(), steady);
         durations.put(p.getKey(), sorted(steady.stream().mapToDouble(r -> r.d("triggerMs"))));
       }
-      double[] ours = durations.get(OURS);
+      String reference = reference(g.getValue().keySet(), order);
+      double[] ours = durations.get(reference);
       for (Map.Entry<String, List<Row>> p : g.getValue().entrySet()) {
         String provider = p.getKey();
         List<Row> steady = steadyByProvider.get(provider);
         double[] t = durations.get(provider);
         List<Row> recovery =
             p.getValue().stream().filter(r -> r.s("phase").equals("recovery")).toList();
-        double metadataOps = mean(steady.stream().mapToDouble(r -> metaOps(r, false)));
-        double stateMetadataOps = mean(steady.stream().mapToDouble(r -> metaOps(r, true)));
+        double metadataOps = mean(steady.stream().mapToDouble(r -> metaOps(r, null)));
+        double stateMetadataOps =
+            mean(steady.stream().mapToDouble(r -> metaOps(r, SimulatedFileSystem.Area.STATE)));
+        double sinkMetadataOps =
+            mean(steady.stream().mapToDouble(r -> metaOps(r, SimulatedFileSystem.Area.SINK)));
         double rowsIn = steady.stream().mapToDouble(r -> r.d("inputRows")).sum();
         double msTotal = steady.stream().mapToDouble(r -> r.d("triggerMs")).sum();
         md.append(
@@ -172,7 +188,7 @@ final class Report {
                     "| " + key[0],
                     humanKeys(key[1]),
                     key[2],
-                    provider.equals(OURS) ? "**" + OURS + "**" : provider,
+                    provider.equals(reference) ? "**" + provider + "**" : provider,
                     Integer.toString(t.length),
                     ms(pct(t, 50)),
                     ms(pct(t, 95)),
@@ -180,13 +196,17 @@ final class Report {
                     ms(pct(t, 100)),
                     ratio(pct(t, 50), ours == null ? Double.NaN : pct(ours, 50)),
                     ratio(pct(t, 99), ours == null ? Double.NaN : pct(ours, 99)),
+                    Long.toString(Arrays.stream(t).filter(x -> x > LONG_BATCH_MS).count()),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("commitMs"))), 50)),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("addBatchMs"))), 50)),
                     num(mean(steady.stream().mapToDouble(r -> r.d("filesWritten")))),
                     num(mean(steady.stream().mapToDouble(r -> r.d("stateFilesWritten")))),
+                    num(mean(steady.stream().mapToDouble(r -> r.d("sinkFilesWritten")))),
                     num(mean(steady.stream().mapToDouble(r -> r.d("stateSync")))),
                     num(metadataOps),
                     num(stateMetadataOps),
+                    num(sinkMetadataOps),
+                    num(mean(steady.stream().mapToDouble(r -> r.d("slowNodeWaits")))),
                     num(mean(steady.stream().mapToDouble(r -> r.d("bytesWritten"))) / 1e6),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("heapMb"))), 50)),
                     ms(pct(sorted(steady.stream().mapToDouble(r -> r.d("stateRows"))), 100)),
@@ -200,15 +220,20 @@ final class Report {
                 + " |\n");
       }
       String base = (key[0] + "-" + humanKeys(key[1]) + "-" + key[2]).replace('/', '_');
-      cdfChart(charts.resolve("cdf-" + base + ".png"), g.getKey().replace('|', ' '), durations);
+      cdfChart(
+          charts.resolve("cdf-" + base + ".png"),
+          g.getKey().replace('|', ' '),
+          durations,
+          reference);
       timeChart(
           charts.resolve("timeline-" + base + ".png"),
           "Batch duration over time: " + g.getKey().replace('|', ' '),
           g.getValue(),
           "triggerMs",
-          "batch duration (ms)");
+          "batch duration (ms)",
+          reference);
     }
-    saturationSection(md, rows);
+    saturationSection(md, rows, order);
     md.append(
         "\nCharts: `charts/cdf-<workload>-<keys>-<storage>.png` (batch duration CDF per provider,"
             + " log x) and `charts/timeline-<...>.png` (batch duration per batch id, every round,"
@@ -217,17 +242,49 @@ final class Report {
   }
 
   /**
-   * The "meta ops" of a batch: its storage requests of every kind but the data write and sync
-   * (create, open, rename, delete, mkdirs, status, list, addBlock); {@code stateOnly}: only those
-   * on paths under {@code state/} (the CSV's {@code stateCreate}, {@code stateOpen}, ... columns).
-   * NaN when the batch has no such counts (local disk, or a CSV written before those columns
-   * existed).
+   * Ours in a group of providers: {@code streamstate} if the group has it, else the first of our
+   * variants in {@code order} (the {@code --providers} order) that it has, else the first of ours
+   * it has in the providers' declared order; null if it has none of ours. The no-durability
+   * baseline is never ours.
    */
-  static double metaOps(Row r, boolean stateOnly) {
+  static String reference(java.util.Collection<String> labels, List<String> order) {
+    if (labels.contains(OURS)) {
+      return OURS;
+    }
+    List<String> candidates = new ArrayList<>(order);
+    for (SideBySideBenchmark.Provider p : SideBySideBenchmark.Provider.values()) {
+      candidates.add(p.label);
+    }
+    for (String label : candidates) {
+      if (labels.contains(label) && isOurs(label)) {
+        return label;
+      }
+    }
+    return null;
+  }
+
+  private static boolean isOurs(String label) {
+    for (SideBySideBenchmark.Provider p : SideBySideBenchmark.Provider.values()) {
+      if (p.label.equals(label)) {
+        return p.className.equals(SideBySideBenchmark.Provider.STREAMSTATE.className)
+            && !p.discardsState;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The "meta ops" of a batch: its storage requests of every kind but the data write and sync
+   * (create, open, rename, delete, mkdirs, status, list, addBlock); with an {@code area} ({@code
+   * STATE} or {@code SINK}), only those on paths under {@code state/} or {@code sink/} (the CSV's
+   * {@code stateCreate}, {@code sinkOpen}, ... columns); null: all. NaN when the batch has no such
+   * counts (local disk, or a CSV written before those columns existed).
+   */
+  static double metaOps(Row r, SimulatedFileSystem.Area area) {
     double sum = 0;
     for (LatencyModel.Op op : LatencyModel.Op.values()) {
       if (op != LatencyModel.Op.WRITE && op != LatencyModel.Op.SYNC) {
-        double n = r.d(stateOnly ? SimulatedFileSystem.stateKey(op) : op.counterName());
+        double n = r.d(area == null ? op.counterName() : SimulatedFileSystem.areaKey(area, op));
         // Block allocations of open files were counted from the segment journal on: none before.
         sum += op == LatencyModel.Op.ADD_BLOCK && Double.isNaN(n) ? 0 : n;
       }
@@ -239,7 +296,7 @@ final class Report {
    * Throughput at saturation: per provider, input rows over the sum of batch durations of the
    * counted saturation batches (large fixed batches, trigger back to back), all rounds pooled.
    */
-  private static void saturationSection(StringBuilder md, List<Row> rows) {
+  private static void saturationSection(StringBuilder md, List<Row> rows, List<String> order) {
     Map<String, List<Row>> byProvider = new TreeMap<>(Report::providerOrder);
     for (Row r : rows) {
       if (r.s("phase").equals("saturation") && r.d("batchId") >= FIRST_MEASURED_BATCH) {
@@ -262,7 +319,7 @@ final class Report {
             Locale.ROOT,
             "%s, %s keys, local disk: fixed batches of %s input rows, trigger back to back,"
                 + " batches %d+ counted, every round pooled. rows/s = input rows / sum of batch"
-                + " durations; ÷ours = this provider's rows/s divided by streamstate's (<1: fewer"
+                + " durations; ÷ours = this provider's rows/s divided by ours (in bold; <1: fewer"
                 + " rows/s than ours).%n%n",
             any.s("workload"),
             humanKeys(any.s("keys")),
@@ -271,13 +328,14 @@ final class Report {
     md.append(
         "| provider | n | batch p50 | batch max | commit p50 | state rows | rows/s | ÷ours |\n");
     md.append("|---|---|---|---|---|---|---|---|\n");
-    Double ours = rate.get(OURS);
+    String reference = reference(byProvider.keySet(), order);
+    Double ours = reference == null ? null : rate.get(reference);
     for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
       double[] t = sorted(e.getValue().stream().mapToDouble(r -> r.d("triggerMs")));
       md.append(
           String.join(
                   " | ",
-                  "| " + (e.getKey().equals(OURS) ? "**" + OURS + "**" : e.getKey()),
+                  "| " + (e.getKey().equals(reference) ? "**" + e.getKey() + "**" : e.getKey()),
                   Integer.toString(t.length),
                   ms(pct(t, 50)),
                   ms(pct(t, 100)),
@@ -297,6 +355,7 @@ final class Report {
       StringBuilder md,
       Map<String, Map<String, List<Row>>> groups,
       SideBySideBenchmark.Settings settings,
+      List<String> order,
       Path dir) {
     md.append("## Memory at the large state size\n\n");
     md.append(
@@ -309,7 +368,7 @@ final class Report {
             + " runs, so they include one batch's working memory (the same input for every"
             + " provider). last 3 = median (max) of the samples after the last three batches."
             + " heap ×ours = this provider's last-3 median minus baseline, divided by"
-            + " streamstate's (>1: ours holds less).\n\n");
+            + " ours (in bold; >1: ours holds less).\n\n");
     md.append(
         "| workload | keys | provider | state rows | heap baseline | heap last 3 | heap Δ |"
             + " heap ×ours | RSS baseline | RSS last 3 | RSS Δ | batch p50 |\n");
@@ -317,6 +376,7 @@ final class Report {
     for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
       String[] key = g.getKey().split("\\|");
       int batches = settings.batches(Long.parseLong(key[1]));
+      String reference = reference(g.getValue().keySet(), order);
       Map<String, double[]> deltas = new LinkedHashMap<>();
       List<String[]> lines = new ArrayList<>();
       for (Map.Entry<String, List<Row>> p : g.getValue().entrySet()) {
@@ -344,7 +404,7 @@ final class Report {
             new String[] {
               key[0],
               humanKeys(key[1]),
-              p.getKey().equals(OURS) ? "**" + OURS + "**" : p.getKey(),
+              p.getKey().equals(reference) ? "**" + p.getKey() + "**" : p.getKey(),
               ms(pct(sorted(p.getValue().stream().mapToDouble(r -> r.d("stateRows"))), 100)),
               ms(heapBase),
               ms(pct(heap, 50)) + " (" + ms(pct(heap, 100)) + ")",
@@ -356,14 +416,14 @@ final class Report {
               ms(pct(t, 50))
             });
       }
-      double[] ours = deltas.get(OURS);
+      double[] ours = deltas.get(reference);
       for (String[] line : lines) {
         line[7] = ratio(deltas.get(line[7])[0], ours == null ? Double.NaN : ours[0]);
         md.append("| ").append(String.join(" | ", line)).append(" |\n");
       }
       String base = (key[0] + "-" + humanKeys(key[1]) + "-" + key[2]).replace('/', '_');
       try {
-        timeChart(md, dir, base, g.getKey().replace('|', ' '), g.getValue());
+        timeChart(md, dir, base, g.getKey().replace('|', ' '), g.getValue(), reference);
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
@@ -373,7 +433,12 @@ final class Report {
 
   /** Heap after GC per batch id and provider, one chart per group. */
   private static void timeChart(
-      StringBuilder md, Path dir, String base, String title, Map<String, List<Row>> byProvider)
+      StringBuilder md,
+      Path dir,
+      String base,
+      String title,
+      Map<String, List<Row>> byProvider,
+      String reference)
       throws IOException {
     Path charts = dir.resolve("charts");
     Files.createDirectories(charts);
@@ -382,7 +447,8 @@ final class Report {
         "Heap after full GC: " + title,
         byProvider,
         "heapAfterGcMb",
-        "heap used after GC (MB)");
+        "heap used after GC (MB)",
+        reference);
     md.append("\nChart: `charts/heap-").append(base).append(".png` (heap after GC per batch).\n");
   }
 
@@ -451,7 +517,13 @@ final class Report {
   private static final int T = 40;
   private static final int B = 60;
 
-  private static void cdfChart(Path file, String title, Map<String, double[]> durations)
+  /** The colour of the {@code i}-th provider of a chart. */
+  private static Color color(int i) {
+    return COLORS[i % COLORS.length];
+  }
+
+  private static void cdfChart(
+      Path file, String title, Map<String, double[]> durations, String reference)
       throws IOException {
     double max = 1;
     double min = Double.MAX_VALUE;
@@ -500,10 +572,10 @@ final class Report {
     }
     int s = 0;
     for (Map.Entry<String, double[]> e : durations.entrySet()) {
-      Color c = COLORS[Math.min(providerIndex(e.getKey()), COLORS.length - 1)];
+      Color c = color(s);
       double[] d = e.getValue();
       g.setColor(c);
-      g.setStroke(new BasicStroke(e.getKey().equals(OURS) ? 3f : 2f));
+      g.setStroke(new BasicStroke(e.getKey().equals(reference) ? 3f : 2f));
       int px = -1;
       int py = H - B;
       for (int i = 0; i < d.length; i++) {
@@ -525,7 +597,12 @@ final class Report {
   }
 
   private static void timeChart(
-      Path file, String title, Map<String, List<Row>> byProvider, String column, String yLabel)
+      Path file,
+      String title,
+      Map<String, List<Row>> byProvider,
+      String column,
+      String yLabel,
+      String reference)
       throws IOException {
     double maxY = 1;
     double maxX = 1;
@@ -553,9 +630,9 @@ final class Report {
     }
     int s = 0;
     for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
-      Color c = COLORS[Math.min(providerIndex(e.getKey()), COLORS.length - 1)];
+      Color c = color(s);
       g.setColor(c);
-      g.setStroke(new BasicStroke(e.getKey().equals(OURS) ? 3f : 2f));
+      g.setStroke(new BasicStroke(e.getKey().equals(reference) ? 3f : 2f));
       Map<String, List<double[]>> byRound = new TreeMap<>();
       for (Row r : e.getValue()) {
         if (r.s("phase").equals("steady") && !Double.isNaN(r.d(column))) {

@@ -20,7 +20,9 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.DataStreamWriter;
 import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryListener;
@@ -35,7 +37,7 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
  *                     [--storages local,s3,...] [--workloads window-agg,...]
  *                     [--providers streamstate,hdfs,...] [--keys N[,N]] [--rows-per-batch N]
  *                     [--shuffle-partitions N] [--local-threads N] [--matrix full|trimmed]
- *                     [--saturation-rows N] [--saturation-batches N]
+ *                     [--saturation-rows N] [--saturation-batches N] [--sink noop|parquet]
  * SideBySideBenchmark --report-only RESULTS_DIR [the run's mode and options]
  * </pre>
  *
@@ -46,6 +48,10 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
  * checkpoint, providers innermost so that they alternate (A B C D E A B C D E ...), the provider
  * order rotated by one each round; then the saturation cells (local disk, large batches, the
  * providers in the same rotated order).
+ *
+ * <p>Queries write to Spark's {@code noop} sink, or with {@code --sink parquet} to Parquet files
+ * through Spark's file sink, in {@code DIR/<timestamp>/sink/<cell>-r<round>/} on the cell's storage
+ * (next to its checkpoint, on the same simulated file system).
  *
  * <p>Heap mode ({@code --mode heap}) runs each cell in a JVM of its own (no leftovers of other
  * providers), without warm-up, and after every batch forces a full GC and records the heap used
@@ -78,14 +84,28 @@ public final class SideBySideBenchmark {
     "stateMkdirs",
     "stateStatus",
     "stateList",
+    "sinkCreate",
+    "sinkSync",
+    "sinkAddBlock",
+    "sinkOpen",
+    "sinkRename",
+    "sinkDelete",
+    "sinkMkdirs",
+    "sinkStatus",
+    "sinkList",
     "metadataOps",
     "stateMetadataOps",
+    "sinkMetadataOps",
     "filesWritten",
     "stateFilesWritten",
+    "sinkFilesWritten",
     "bytesWritten",
     "bytesRead",
     "delayMs",
-    "modelMs"
+    "modelMs",
+    "slowNodeWaits",
+    "slowNodeWaitMs",
+    "favoredCreates"
   };
 
   /** Columns of the per-batch CSV: the batch's identity and timings, the counters, the clock. */
@@ -138,6 +158,8 @@ public final class SideBySideBenchmark {
       Report.write(Paths.get(settings.reportOnly), settings, -1);
       return;
     }
+    // Before any round: a variant whose classes this build lacks fails now, not hours later.
+    settings.requireClasses(SideBySideBenchmark::onClassPath);
     Path base = Paths.get(settings.out).toAbsolutePath();
     Path dir =
         base.resolve(LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
@@ -286,10 +308,22 @@ public final class SideBySideBenchmark {
             StandardOpenOption.CREATE,
             StandardOpenOption.APPEND);
         deleteQuietly(dir.resolve("checkpoints").resolve(cell.id + "-r" + round));
+        deleteQuietly(dir.resolve("sink").resolve(cell.id + "-r" + round));
       }
     }
     spark.stop();
     deleteQuietly(dir.resolve("checkpoints"));
+    deleteQuietly(dir.resolve("sink"));
+  }
+
+  /** Whether {@code className} can be loaded (without initializing it). */
+  static boolean onClassPath(String className) {
+    try {
+      Class.forName(className, false, SideBySideBenchmark.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   /**
@@ -326,6 +360,7 @@ public final class SideBySideBenchmark {
     for (Cell cell : cells) {
       configureProvider(spark, cell.provider());
       Path checkpoint = dir.resolve("checkpoints").resolve(cell.id() + "-r" + round);
+      Path output = dir.resolve("sink").resolve(cell.id() + "-r" + round);
       runQuery(
           spark,
           recorder,
@@ -333,27 +368,32 @@ public final class SideBySideBenchmark {
           cell,
           round,
           checkpoint.toUri().toString(),
+          settings.fileSink() ? output.toUri().toString() : null,
           null,
           "warmup",
           cell.batches(),
           120_000,
           null);
       deleteQuietly(checkpoint); // a stopped query's task may still be writing there
+      deleteQuietly(output);
     }
     System.out.printf(
         "round %d warm-up: %d ms%n", round, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
   }
 
-  /** The session confs of one provider label: its class, checkpoint file manager and variant. */
+  /**
+   * The session confs of one provider label: its class, checkpoint file manager and variant (our
+   * provider's keys, and the file sink's commit protocol).
+   */
   private static void configureProvider(SparkSession spark, Provider provider) {
     spark.conf().set("spark.sql.streaming.stateStore.providerClass", provider.className);
     spark
         .conf()
         .set("spark.sql.streaming.checkpointFileManagerClass", provider.checkpointFileManager());
-    // Our provider's variants: the keys this one does not set are unset, so they take our
-    // provider's defaults (and a variant never leaks into the next cell).
-    Map<String, String> variant = provider.streamstateConfs();
-    for (String key : Provider.STREAMSTATE_VARIANT_KEYS) {
+    // The variants: the keys this one does not set are unset, so they take our provider's (or
+    // Spark's) defaults, and a variant never leaks into the next cell.
+    Map<String, String> variant = provider.variantConfs();
+    for (String key : Provider.VARIANT_KEYS) {
       if (variant.containsKey(key)) {
         spark.conf().set(key, variant.get(key));
       } else {
@@ -378,16 +418,24 @@ public final class SideBySideBenchmark {
       throws Exception {
     configureProvider(spark, cell.provider());
     Path checkpointDir = dir.resolve("checkpoints").resolve(cell.id + "-r" + round);
+    // The file sink's output, next to the checkpoint, on the same storage.
+    Path outputDir = dir.resolve("sink").resolve(cell.id + "-r" + round);
     String authority = null;
     String checkpoint;
+    String output;
     if (cell.provider.discardsState || !cell.storage.equals("local")) {
       // One authority per cell and round: fresh counters and a freshly seeded latency model.
       String profile = cell.storage.equals("local") ? "none" : cell.storage;
       authority =
           profile + (cell.provider.discardsState ? "-nostate" : "") + ".c" + cell.id + "r" + round;
       checkpoint = "simfs://" + authority + checkpointDir;
+      output = "simfs://" + authority + outputDir;
     } else {
       checkpoint = checkpointDir.toUri().toString();
+      output = outputDir.toUri().toString();
+    }
+    if (!settings.fileSink()) {
+      output = null;
     }
     long timeoutMs = settings.cellTimeoutMs(cell);
     if (settings.heap()) {
@@ -401,6 +449,7 @@ public final class SideBySideBenchmark {
             cell,
             round,
             checkpoint,
+            output,
             authority,
             cell.kind.equals("saturation") ? "saturation" : "steady",
             cell.batches,
@@ -419,6 +468,7 @@ public final class SideBySideBenchmark {
             cell,
             round,
             checkpoint,
+            output,
             authority,
             "recovery",
             1,
@@ -427,6 +477,11 @@ public final class SideBySideBenchmark {
     return steady + "; recovery " + recovery;
   }
 
+  /**
+   * Runs one query until {@code batches} progress records (or the timeout), then stops it.
+   *
+   * @param output the file sink's directory (Parquet), or null for the {@code noop} sink
+   */
   private static String runQuery(
       SparkSession spark,
       Recorder recorder,
@@ -434,6 +489,7 @@ public final class SideBySideBenchmark {
       Cell cell,
       int round,
       String checkpoint,
+      String output,
       String authority,
       String phase,
       int batches,
@@ -445,14 +501,17 @@ public final class SideBySideBenchmark {
         new Recording(
             name, batches, authority, Instant.now().toEpochMilli(), settings.heap() && out != null);
     recorder.current = rec;
-    StreamingQuery query =
+    // Every workload's output is append-only (a watermarked aggregation, deduplication within the
+    // watermark, an inner stream-stream join), which is all the file sink takes.
+    DataStreamWriter<Row> writer =
         cell.workload
             .build(spark, cell.keys, cell.rowsPerBatch)
             .writeStream()
             .queryName(name)
-            .format("noop")
             .outputMode("append")
-            .option("checkpointLocation", checkpoint)
+            .option("checkpointLocation", checkpoint);
+    StreamingQuery query =
+        (output == null ? writer.format("noop") : writer.format("parquet").option("path", output))
             .start();
     long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
     boolean complete = false;
@@ -676,6 +735,16 @@ public final class SideBySideBenchmark {
      */
     STREAMSTATE_LOGJOURNAL(
         "streamstate-logjournal", "io.streamstate.spark.StreamStateProvider", false, false),
+    /**
+     * Ours with nothing of the batch left to a single slow write: {@code streamstate-logjournal}
+     * (our checkpoint file manager, Spark's logs in log journals) and the file sink's part files
+     * committed by {@code io.streamstate.spark.HedgedFileCommitProtocol}.
+     */
+    STREAMSTATE_TAILFREE(
+        "streamstate-tailfree", "io.streamstate.spark.StreamStateProvider", false, false),
+    /** {@code streamstate-tailfree} with {@code hedge.enabled=false}: what hedging costs. */
+    STREAMSTATE_TAILFREE_NOHEDGE(
+        "streamstate-tailfree-nohedge", "io.streamstate.spark.StreamStateProvider", false, false),
     HDFS(
         "hdfs",
         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
@@ -706,14 +775,21 @@ public final class SideBySideBenchmark {
     static final String CHANGELOG_CODEC =
         "spark.sql.streaming.stateStore.streamstate.changelog.codec";
 
+    /** Spark's (internal) key for the file sink's commit protocol. */
+    static final String COMMIT_PROTOCOL = "spark.sql.streaming.commitProtocolClass";
+
+    /** Our hedged commit protocol for the file sink, named only: not every build has it. */
+    static final String HEDGED_COMMIT_PROTOCOL = "io.streamstate.spark.HedgedFileCommitProtocol";
+
     /** The SQL confs the variants set; each cell sets its own and unsets the others. */
-    static final List<String> STREAMSTATE_VARIANT_KEYS =
+    static final List<String> VARIANT_KEYS =
         List.of(
             HEDGE_ENABLED,
             GROUP_COMMIT_ENABLED,
             CHANGELOG_CODEC,
             GROUP_COMMIT_JOURNAL,
-            LOG_JOURNAL);
+            LOG_JOURNAL,
+            COMMIT_PROTOCOL);
 
     static Provider byLabel(String label) {
       for (Provider p : values()) {
@@ -725,28 +801,42 @@ public final class SideBySideBenchmark {
     }
 
     /**
-     * Our provider's SQL confs for this label (empty: every default); the keys are among {@link
-     * #STREAMSTATE_VARIANT_KEYS}.
+     * The SQL confs of this label's variant (empty: every default, ours and Spark's); the keys are
+     * among {@link #VARIANT_KEYS}.
      */
-    Map<String, String> streamstateConfs() {
+    Map<String, String> variantConfs() {
       return switch (this) {
         case STREAMSTATE_NOHEDGE -> Map.of(HEDGE_ENABLED, "false");
         case STREAMSTATE_NOGROUP -> Map.of(GROUP_COMMIT_ENABLED, "false");
         case STREAMSTATE_RFLOGS_RAW -> Map.of(CHANGELOG_CODEC, "none");
         case STREAMSTATE_RFLOGS_FILES -> Map.of(GROUP_COMMIT_JOURNAL, "false");
         case STREAMSTATE_LOGJOURNAL -> Map.of(LOG_JOURNAL, "true");
+        case STREAMSTATE_TAILFREE ->
+            Map.of(LOG_JOURNAL, "true", COMMIT_PROTOCOL, HEDGED_COMMIT_PROTOCOL);
+        case STREAMSTATE_TAILFREE_NOHEDGE ->
+            Map.of(
+                LOG_JOURNAL,
+                "true",
+                COMMIT_PROTOCOL,
+                HEDGED_COMMIT_PROTOCOL,
+                HEDGE_ENABLED,
+                "false");
         default -> Map.of();
       };
     }
 
+    /**
+     * Classes this label names by configuration only, which a build may lack: the tail-free
+     * variants' commit protocol.
+     */
+    List<String> requiredClasses() {
+      String protocol = variantConfs().get(COMMIT_PROTOCOL);
+      return protocol == null ? List.of() : List.of(protocol);
+    }
+
     /** A variant of ours that runs only when {@code --providers} names it. */
     boolean onRequestOnly() {
-      return this == STREAMSTATE_NOHEDGE
-          || this == STREAMSTATE_NOGROUP
-          || this == STREAMSTATE_RFLOGS
-          || this == STREAMSTATE_RFLOGS_RAW
-          || this == STREAMSTATE_RFLOGS_FILES
-          || this == STREAMSTATE_LOGJOURNAL;
+      return className.equals(STREAMSTATE.className) && this != STREAMSTATE && !discardsState;
     }
 
     /** The checkpoint file manager of Spark's own logs for this label. */
@@ -755,6 +845,8 @@ public final class SideBySideBenchmark {
               || this == STREAMSTATE_RFLOGS_RAW
               || this == STREAMSTATE_RFLOGS_FILES
               || this == STREAMSTATE_LOGJOURNAL
+              || this == STREAMSTATE_TAILFREE
+              || this == STREAMSTATE_TAILFREE_NOHEDGE
           ? "io.streamstate.spark.RenameFreeCheckpointFileManager"
           : SPARK_FILE_SYSTEM_MANAGER;
     }
@@ -816,6 +908,9 @@ public final class SideBySideBenchmark {
     double stallScale;
     int warmupBatches = 8;
 
+    /** {@code noop} (Spark's sink that discards) or {@code parquet} (Spark's file sink). */
+    String sink = "noop";
+
     /** Extra session confs ({@code --conf k=v,k=v}), for every cell: to measure a knob. */
     final Map<String, String> confs = new java.util.LinkedHashMap<>();
 
@@ -849,6 +944,7 @@ public final class SideBySideBenchmark {
           case "--saturation-rows" -> s.saturationRows = Long.parseLong(v);
           case "--saturation-batches" -> s.saturationBatches = Integer.parseInt(v);
           case "--warmup-batches" -> s.warmupBatches = Integer.parseInt(v);
+          case "--sink" -> s.sink = v;
           case "--conf" -> {
             for (String kv : v.split(",")) {
               int eq = kv.indexOf('=');
@@ -908,6 +1004,9 @@ public final class SideBySideBenchmark {
         s.saturationBatches = full ? 10 : 5;
       }
       s.stallScale = full ? 1.0 : 0.1;
+      if (!s.sink.equals("noop") && !s.sink.equals("parquet")) {
+        throw new IllegalArgumentException("--sink is noop or parquet, not " + s.sink);
+      }
       if (s.shufflePartitions < 1 || s.localThreads < 1) {
         throw new IllegalArgumentException("--shuffle-partitions and --local-threads must be >= 1");
       }
@@ -921,6 +1020,35 @@ public final class SideBySideBenchmark {
 
     boolean full() {
       return mode.equals("full");
+    }
+
+    /** Whether queries write Parquet through Spark's file sink ({@code --sink parquet}). */
+    boolean fileSink() {
+      return sink.equals("parquet");
+    }
+
+    /**
+     * Fails if a provider of this run names a class that {@code onClassPath} says is absent (the
+     * tail-free variants' commit protocol, when this build does not have it).
+     */
+    void requireClasses(java.util.function.Predicate<String> onClassPath) {
+      for (Provider p : providers) {
+        for (String c : p.requiredClasses()) {
+          if (!onClassPath.test(c)) {
+            throw new IllegalArgumentException(
+                "Provider "
+                    + p.label
+                    + " needs "
+                    + c
+                    + " (set as "
+                    + Provider.COMMIT_PROTOCOL
+                    + "), which is not on the class path: build a version of the spark module that"
+                    + " has it, or leave "
+                    + p.label
+                    + " out of --providers");
+          }
+        }
+      }
     }
 
     boolean heap() {

@@ -1,6 +1,7 @@
 package io.streamstate.bench.spark;
 
 import io.streamstate.bench.spark.LatencyModel.Op;
+import io.streamstate.hadoop.SupportsDataNodePipelines;
 import java.io.FileNotFoundException;
 import java.io.FilterOutputStream;
 import java.io.IOException;
@@ -42,20 +43,32 @@ import org.apache.hadoop.util.Progressable;
 /**
  * A bench-only Hadoop file system, scheme {@code simfs}, that stores files on the local disk and
  * adds latency per operation kind from a seeded {@link LatencyModel}; it counts operations by kind,
- * and separately those on paths under a checkpoint's {@code state/} directory.
+ * and separately those on paths under a checkpoint's {@code state/} directory and those under a
+ * {@code sink/} directory (the benchmark's file sink output).
  *
  * <p>{@code simfs://<profile>[-nostate][.<tag>]/<absolute local path>}: the authority names the
- * latency profile ({@code none}, {@code slow-datanode}, {@code busy-namenode}, {@code s3}); a
- * {@code .<tag>} makes a separate instance (own counters, freshly seeded model). A {@code -nostate}
- * suffix ({@code simfs://s3-nostate/...}) makes it the no-durability baseline: files under a {@code
- * /state/} directory are accepted and discarded (nothing is created, listings of them are empty),
- * everything else (Spark's offset and commit logs) is stored as usual.
+ * latency profile ({@code none}, {@code slow-datanode}, {@code slow-datanode-periods}, {@code
+ * busy-namenode}, {@code s3}); a {@code .<tag>} makes a separate instance (own counters, freshly
+ * seeded model). A {@code -nostate} suffix ({@code simfs://s3-nostate/...}) makes it the
+ * no-durability baseline: files under a {@code /state/} directory are accepted and discarded
+ * (nothing is created, listings of them are empty), everything else (Spark's offset and commit
+ * logs) is stored as usual.
  *
  * <p>Register with {@code
  * spark.hadoop.fs.simfs.impl=io.streamstate.bench.spark.SimulatedFileSystem}. Settings: {@code
  * fs.simfs.seed} (default 42), {@code fs.simfs.stallScale} (default 1.0; scales slow-datanode
- * stalls and busy-namenode pauses), {@code fs.simfs.latencyScale} (default 1.0; 0 draws and counts
- * every latency but never sleeps, for tests).
+ * stalls, slow DataNode periods and the gaps between them, and busy-namenode pauses), {@code
+ * fs.simfs.latencyScale} (default 1.0; 0 draws and counts every latency but never sleeps, for
+ * tests), {@code fs.simfs.datanodes} (default 6) and {@code fs.simfs.replication} (default 3): the
+ * DataNodes of slow-datanode-periods and how many a file's pipeline holds.
+ *
+ * <p>On slow-datanode-periods every file is written through a pipeline of DataNodes ({@link
+ * DataNodeCluster}) picked at create and kept for its life, and it implements {@link
+ * SupportsDataNodePipelines}: {@link #pipelineOf} names a stream's DataNodes ({@code dn1} .. {@code
+ * dnN}) and {@link #create(Path, boolean, List)} places a file on favoured ones. Its data writes
+ * and syncs wait for a slow DataNode of their pipeline ({@code slowNodeWaits}, {@code
+ * slowNodeWaitMs}). On the other profiles streams have no pipeline ({@code pipelineOf} is empty)
+ * and favoured nodes are ignored.
  *
  * <p>All I/O goes through {@code java.nio} (no child processes, unlike Hadoop's local file system
  * without its native library), except reads, which use {@link RawLocalFileSystem#open} (no fork).
@@ -63,7 +76,8 @@ import org.apache.hadoop.util.Progressable;
  * conditional-create capability that streamstate's {@code HadoopStorage} requires; latency of the
  * data write is added at {@code close()}, as an object store's PUT or the last packet's ack.
  */
-public final class SimulatedFileSystem extends FileSystem implements LeaseRecoverable {
+public final class SimulatedFileSystem extends FileSystem
+    implements LeaseRecoverable, SupportsDataNodePipelines {
   public static final String SCHEME = "simfs";
   private static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
   private static final String EXCLUSIVE_CREATE = "streamstate.fs.create.exclusive";
@@ -87,6 +101,23 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
   private static final java.util.regex.Pattern STATE_FILES =
       java.util.regex.Pattern.compile("/state/");
 
+  /**
+   * Anything under a {@code sink/} directory: the benchmark's file sink output ({@code part-} files
+   * and the sink's {@code _spark_metadata} log), next to the checkpoints.
+   */
+  private static final java.util.regex.Pattern SINK_FILES =
+      java.util.regex.Pattern.compile("/sink/");
+
+  /** Which part of the storage a request is on, for the split counters. */
+  enum Area {
+    /** Under a checkpoint's {@code state/}: a state store's own files. */
+    STATE,
+    /** Under {@code sink/}: the file sink's output and its log. */
+    SINK,
+    /** Anything else: Spark's offset, commit and metadata logs. */
+    OTHER
+  }
+
   /** Streams still open, by local path, as HDFS leases: {@link #recoverLease} fences them. */
   private static final Map<String, DelayedCloseStream> OPEN_STREAMS = new ConcurrentHashMap<>();
 
@@ -106,17 +137,45 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
     /** The part of {@link #ops} on paths under a {@code /state/} directory. */
     private final Map<Op, LongAdder> stateOps = new ConcurrentHashMap<>();
 
+    /** The part of {@link #ops} on paths under a {@code /sink/} directory. */
+    private final Map<Op, LongAdder> sinkOps = new ConcurrentHashMap<>();
+
     final LongAdder bytesWritten = new LongAdder();
     final LongAdder bytesRead = new LongAdder();
     final LongAdder filesWritten = new LongAdder();
     final LongAdder stateFilesWritten = new LongAdder();
+    final LongAdder sinkFilesWritten = new LongAdder();
     final LongAdder delayMs = new LongAdder();
     final DoubleAdder modelMs = new DoubleAdder();
+    final LongAdder slowNodeWaits = new LongAdder();
+    final LongAdder slowNodeWaitMs = new LongAdder();
+    final LongAdder favoredCreates = new LongAdder();
 
     Counters() {
       for (Op op : Op.values()) {
         ops.put(op, new LongAdder());
         stateOps.put(op, new LongAdder());
+        sinkOps.put(op, new LongAdder());
+      }
+    }
+
+    /** Counts one request of kind {@code op} on {@code area}. */
+    void count(Op op, Area area) {
+      ops.get(op).increment();
+      if (area == Area.STATE) {
+        stateOps.get(op).increment();
+      } else if (area == Area.SINK) {
+        sinkOps.get(op).increment();
+      }
+    }
+
+    /** Counts one file written (a stream closed) on {@code area}. */
+    void countFile(Area area) {
+      filesWritten.increment();
+      if (area == Area.STATE) {
+        stateFilesWritten.increment();
+      } else if (area == Area.SINK) {
+        sinkFilesWritten.increment();
       }
     }
 
@@ -134,29 +193,45 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
      * stateList} count those of each kind on a path under a {@code /state/} directory (a rename
      * when its source or its target is), and {@code stateMetadataOps} is the part of {@code
      * metadataOps} among them. The data writes under {@code /state/} are {@code stateFilesWritten}.
+     * The same for the file sink's output, under a {@code /sink/} directory: {@code sinkCreate},
+     * ..., {@code sinkMetadataOps}, {@code sinkFilesWritten}.
+     *
+     * <p>slow-datanode-periods: {@code slowNodeWaits} counts the data writes and syncs that waited
+     * for a slow DataNode of their pipeline, {@code slowNodeWaitMs} the model's time they waited
+     * (before {@code fs.simfs.latencyScale}), {@code favoredCreates} the creates that named
+     * favoured DataNodes ({@link #create(Path, boolean, List)}).
      */
     public Map<String, Long> snapshot() {
       Map<String, Long> m = new TreeMap<>();
       long metadata = 0;
       long stateMetadata = 0;
+      long sinkMetadata = 0;
       for (Op op : Op.values()) {
         long n = ops.get(op).sum();
         m.put(op.counterName(), n);
         metadata += op.isMetadata() ? n : 0;
         if (op != Op.WRITE) {
           long s = stateOps.get(op).sum();
-          m.put(stateKey(op), s);
+          m.put(areaKey(Area.STATE, op), s);
           stateMetadata += op.isMetadata() ? s : 0;
+          long k = sinkOps.get(op).sum();
+          m.put(areaKey(Area.SINK, op), k);
+          sinkMetadata += op.isMetadata() ? k : 0;
         }
       }
       m.put("metadataOps", metadata);
       m.put("stateMetadataOps", stateMetadata);
+      m.put("sinkMetadataOps", sinkMetadata);
       m.put("bytesWritten", bytesWritten.sum());
       m.put("bytesRead", bytesRead.sum());
       m.put("filesWritten", filesWritten.sum());
       m.put("stateFilesWritten", stateFilesWritten.sum());
+      m.put("sinkFilesWritten", sinkFilesWritten.sum());
       m.put("delayMs", delayMs.sum());
       m.put("modelMs", (long) modelMs.sum());
+      m.put("slowNodeWaits", slowNodeWaits.sum());
+      m.put("slowNodeWaitMs", slowNodeWaitMs.sum());
+      m.put("favoredCreates", favoredCreates.sum());
       return m;
     }
   }
@@ -166,8 +241,19 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
    * directory: {@code state} and the kind, capitalized ({@code stateCreate}, {@code stateList}).
    */
   static String stateKey(Op op) {
+    return areaKey(Area.STATE, op);
+  }
+
+  /**
+   * The {@link Counters#snapshot()} key of the requests of kind {@code op} on {@code area} ({@code
+   * STATE} or {@code SINK}): the area's name in lower case and the kind, capitalized ({@code
+   * stateCreate}, {@code sinkList}).
+   */
+  static String areaKey(Area area, Op op) {
     String kind = op.counterName();
-    return "state" + Character.toUpperCase(kind.charAt(0)) + kind.substring(1);
+    return area.name().toLowerCase(java.util.Locale.ROOT)
+        + Character.toUpperCase(kind.charAt(0))
+        + kind.substring(1);
   }
 
   /** The counters of {@code authority} (created empty if nothing used it yet). */
@@ -199,7 +285,9 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
             profile,
             seed,
             conf.getDouble("fs.simfs.stallScale", 1.0),
-            conf.getDouble("fs.simfs.latencyScale", 1.0));
+            conf.getDouble("fs.simfs.latencyScale", 1.0),
+            conf.getInt("fs.simfs.datanodes", DataNodeCluster.DEFAULT_DATANODES),
+            conf.getInt("fs.simfs.replication", DataNodeCluster.DEFAULT_REPLICATION));
     this.counters = counters(authority);
     local.initialize(URI.create("file:///"), conf);
   }
@@ -255,26 +343,52 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
   }
 
   /**
-   * A path under a checkpoint's {@code state/} directory: a state store's file or directory (any
-   * provider's), as opposed to Spark's offset, commit and metadata logs.
+   * Where {@code p} is: under a checkpoint's {@code state/} directory (a state store's file or
+   * directory, any provider's), under the file sink's {@code sink/} directory, or elsewhere
+   * (Spark's offset, commit and metadata logs).
    */
-  private static boolean isStateFile(java.nio.file.Path p) {
-    return STATE_FILES.matcher(p.toString()).find();
+  private static Area area(java.nio.file.Path p) {
+    String s = p.toString();
+    if (STATE_FILES.matcher(s).find()) {
+      return Area.STATE;
+    }
+    return SINK_FILES.matcher(s).find() ? Area.SINK : Area.OTHER;
+  }
+
+  /** The area of a rename: state or sink when either side is (state first). */
+  private static Area area(java.nio.file.Path source, java.nio.file.Path target) {
+    Area a = area(source);
+    Area b = area(target);
+    if (a == Area.STATE || b == Area.STATE) {
+      return Area.STATE;
+    }
+    return a == Area.SINK || b == Area.SINK ? Area.SINK : Area.OTHER;
+  }
+
+  /** The model this instance draws from; tests set its clock. */
+  LatencyModel model() {
+    return model;
+  }
+
+  /** Counts one request of kind {@code op} on {@code area} and pays its latency. */
+  private void delay(Op op, long bytes, Area area) throws IOException {
+    delay(op, bytes, area, null);
   }
 
   /**
-   * Counts one request of kind {@code op} ({@code state}: on a path under a {@code /state/}
-   * directory) and pays its latency.
+   * Counts one request of kind {@code op} on {@code area} and pays its latency; a data write or
+   * sync through {@code pipeline} (null: none) first waits for its slow DataNodes.
    */
-  private void delay(Op op, long bytes, boolean state) throws IOException {
-    counters.ops.get(op).increment();
-    if (state) {
-      counters.stateOps.get(op).increment();
-    }
+  private void delay(Op op, long bytes, Area area, int[] pipeline) throws IOException {
+    counters.count(op, area);
     try {
-      LatencyModel.Delay d = model.delay(op, bytes);
+      LatencyModel.Delay d = model.delay(op, bytes, pipeline);
       counters.delayMs.add(d.sleptMs());
       counters.modelMs.add(d.modelMs());
+      if (d.slowNodeWaitMs() > 0) {
+        counters.slowNodeWaits.increment();
+        counters.slowNodeWaitMs.add(d.slowNodeWaitMs());
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptedIOException("interrupted in simulated " + op);
@@ -293,12 +407,27 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
       long blockSize,
       Progressable progress)
       throws IOException {
+    return create(f, overwrite, List.of());
+  }
+
+  /**
+   * Creates {@code path}; on slow-datanode-periods its pipeline is the first {@code replication} of
+   * {@code favoredNodes} that name DataNodes ({@code dn1} .. {@code dnN}), filled up at random.
+   * Other profiles ignore {@code favoredNodes}.
+   */
+  @Override
+  public FSDataOutputStream create(Path f, boolean overwrite, List<String> favoredNodes)
+      throws IOException {
     java.nio.file.Path p = toLocal(f);
     if (discarded(p)) {
       // Not durable, so no storage latency either, and not counted.
       return new FSDataOutputStream(OutputStream.nullOutputStream(), null);
     }
-    delay(Op.CREATE, 0, isStateFile(p));
+    Area area = area(p);
+    delay(Op.CREATE, 0, area);
+    if (!favoredNodes.isEmpty()) {
+      counters.favoredCreates.increment();
+    }
     java.nio.file.Path parent = p.getParent();
     if (parent != null) {
       if (Files.isRegularFile(parent)) {
@@ -318,9 +447,27 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
     } catch (java.nio.file.FileAlreadyExistsException e) {
       throw new FileAlreadyExistsException(f + " already exists");
     }
-    DelayedCloseStream stream = new DelayedCloseStream(out, isStateFile(p), p.toString());
+    DataNodeCluster cluster = model.cluster();
+    int[] pipeline = cluster == null ? null : cluster.pickPipeline(favoredNodes);
+    DelayedCloseStream stream = new DelayedCloseStream(out, area, p.toString(), pipeline);
     OPEN_STREAMS.put(p.toString(), stream);
     return new FSDataOutputStream(stream, null);
+  }
+
+  /**
+   * The DataNodes {@code out} writes through ({@code dn1} .. {@code dnN}), first to last: its
+   * pipeline, picked at create. Empty on profiles without DataNodes, and for a stream this file
+   * system did not create.
+   */
+  @Override
+  public List<String> pipelineOf(OutputStream out) {
+    OutputStream s = out instanceof FSDataOutputStream fsOut ? fsOut.getWrappedStream() : out;
+    if (s instanceof DelayedCloseStream stream
+        && stream.owner() == this
+        && stream.pipeline != null) {
+      return DataNodeCluster.names(stream.pipeline);
+    }
+    return List.of();
   }
 
   /**
@@ -330,7 +477,7 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
   @Override
   public boolean recoverLease(Path f) throws IOException {
     java.nio.file.Path p = toLocal(f);
-    delay(Op.STATUS, 0, isStateFile(p));
+    delay(Op.STATUS, 0, area(p));
     if (!Files.exists(p)) {
       throw new FileNotFoundException(f.toString());
     }
@@ -405,12 +552,19 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
    * Counts bytes; the data write's latency (PUT, pipeline ack) is paid at close, or at each {@code
    * hsync} for what was written since the last one (and a block allocation, metadata, per {@link
    * #BLOCK_BYTES} past the first), as an HDFS stream kept open pays it. Data reach the local file
-   * at once (no buffering), so readers see what was synced.
+   * at once (no buffering), so readers see what was synced. On slow-datanode-periods the close's
+   * data write and each sync wait for the slow DataNodes of the stream's pipeline; {@code write}
+   * calls do not (HDFS's packet queue, 80 packets of 64 KiB, holds more than the bench's files
+   * write between two syncs).
    */
   private final class DelayedCloseStream extends FilterOutputStream
       implements Syncable, StreamCapabilities {
-    private final boolean stateFile;
+    private final Area area;
     private final String localPath;
+
+    /** DataNode indexes of this file's pipeline (slow-datanode-periods), else null. */
+    final int[] pipeline;
+
     private volatile boolean fenced;
     private long bytes;
     private long syncedBytes;
@@ -418,10 +572,15 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
     private boolean synced;
     private boolean closed;
 
-    DelayedCloseStream(OutputStream out, boolean stateFile, String localPath) {
+    DelayedCloseStream(OutputStream out, Area area, String localPath, int[] pipeline) {
       super(out);
-      this.stateFile = stateFile;
+      this.area = area;
       this.localPath = localPath;
+      this.pipeline = pipeline;
+    }
+
+    SimulatedFileSystem owner() {
+      return SimulatedFileSystem.this;
     }
 
     void fence() {
@@ -472,13 +631,13 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
       long blocksNeeded = Math.max(1, (bytes + BLOCK_BYTES - 1) / BLOCK_BYTES);
       while (blocksAllocated < blocksNeeded) {
         if (blocksAllocated > 0) {
-          delay(Op.ADD_BLOCK, 0, stateFile);
+          delay(Op.ADD_BLOCK, 0, area);
         }
         blocksAllocated++;
       }
       long pending = bytes - syncedBytes;
       if (pending > 0 || !synced) {
-        delay(Op.SYNC, pending, stateFile);
+        delay(Op.SYNC, pending, area, pipeline);
         counters.bytesWritten.add(pending);
       }
       syncedBytes = bytes;
@@ -501,13 +660,10 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
       checkLease();
       long pending = bytes - syncedBytes;
       if (pending > 0 || !synced) {
-        delay(Op.WRITE, pending, stateFile);
+        delay(Op.WRITE, pending, area, pipeline);
         counters.bytesWritten.add(pending);
       }
-      counters.filesWritten.increment();
-      if (stateFile) {
-        counters.stateFilesWritten.increment();
-      }
+      counters.countFile(area);
     }
   }
 
@@ -525,10 +681,10 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
     try {
       size = Files.size(p);
     } catch (NoSuchFileException e) {
-      delay(Op.OPEN, 0, isStateFile(p));
+      delay(Op.OPEN, 0, area(p));
       throw new FileNotFoundException(f.toString());
     }
-    delay(Op.OPEN, size, isStateFile(p));
+    delay(Op.OPEN, size, area(p));
     counters.bytesRead.add(size);
     return local.open(new Path("file", null, p.toString()), bufferSize);
   }
@@ -540,7 +696,7 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
     java.nio.file.Path s = toLocal(src);
     java.nio.file.Path d = toLocal(dst);
     long size = Files.isRegularFile(s) ? Files.size(s) : 0;
-    delay(Op.RENAME, size, isStateFile(s) || isStateFile(d));
+    delay(Op.RENAME, size, area(s, d));
     if (!Files.exists(s)) {
       return false;
     }
@@ -561,7 +717,7 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
   @Override
   public boolean delete(Path f, boolean recursive) throws IOException {
     java.nio.file.Path p = toLocal(f);
-    delay(Op.DELETE, 0, isStateFile(p));
+    delay(Op.DELETE, 0, area(p));
     if (!Files.exists(p)) {
       return false;
     }
@@ -586,7 +742,7 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
     if (discarded(p) && !Files.exists(p)) {
       return new FileStatus[0];
     }
-    delay(Op.LIST, 0, isStateFile(p));
+    delay(Op.LIST, 0, area(p));
     if (!Files.exists(p)) {
       throw new FileNotFoundException(f.toString());
     }
@@ -612,7 +768,7 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
     if (discarded(p)) {
       return true;
     }
-    delay(Op.MKDIRS, 0, isStateFile(p));
+    delay(Op.MKDIRS, 0, area(p));
     if (Files.isRegularFile(p)) {
       throw new FileAlreadyExistsException(f + " is a file");
     }
@@ -628,7 +784,7 @@ public final class SimulatedFileSystem extends FileSystem implements LeaseRecove
       return new FileStatus(
           0, true, 1, 0, 0, 0, FsPermission.getDirDefault(), "bench", "bench", toSim(p));
     }
-    delay(Op.STATUS, 0, isStateFile(p));
+    delay(Op.STATUS, 0, area(p));
     return status(p);
   }
 

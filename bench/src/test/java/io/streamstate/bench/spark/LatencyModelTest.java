@@ -5,7 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
 import io.streamstate.bench.spark.LatencyModel.Op;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** The drawn latencies ({@link LatencyModel#draw}), never the time slept. */
@@ -123,6 +127,253 @@ class LatencyModelTest {
     assertThat(pauses).isBetween(180, 300);
     // Mean length 0.65 s: about 4% of the time paused.
     assertThat(pausedMs / 3_600_000.0).isBetween(0.03, 0.055);
+  }
+
+  // ---- slow-datanode-periods ----
+
+  /** slow-datanode-periods' cluster of {@code datanodes} DataNodes, pipelines of 3. */
+  private static DataNodeCluster cluster(int datanodes, long seed, double stallScale) {
+    return new LatencyModel("slow-datanode-periods", seed, stallScale, 0, datanodes, 3).cluster();
+  }
+
+  /** The slow periods of {@code node} that begin before {@code horizonMs}: [start, end) pairs. */
+  private static List<long[]> periods(DataNodeCluster c, int node, long horizonMs) {
+    List<long[]> periods = new ArrayList<>();
+    long step = Math.max(1, horizonMs / 3_600_000); // 100 ms at scale 1 (shorter than any period)
+    long t = 0;
+    while (t < horizonMs) {
+      long until = c.slowUntilMs(node, t);
+      if (until > t) {
+        // Find where this period began (1 ms steps back would be slow: halve the step instead).
+        long start = t;
+        for (long back = 1 << 20; back > 0; back >>= 1) {
+          if (start - back >= 0 && c.slowUntilMs(node, start - back) == until) {
+            start -= back;
+          }
+        }
+        periods.add(new long[] {start, until});
+        t = until;
+      } else {
+        t += step;
+      }
+    }
+    return periods;
+  }
+
+  @Test
+  void slowDatanodePeriodsEachDataNodeIsSlowAboutFivePercentOfTheTimeAtEveryScale() {
+    // 12.5 s on average every 252.5 s: 4.95 %; six DataNodes: some one slow 26 % of the time.
+    assertThat(DataNodeCluster.expectedSlowFraction()).isCloseTo(0.0495, within(0.0001));
+    assertThat(DataNodeCluster.expectedAnySlowFraction(6)).isCloseTo(0.262, within(0.001));
+    for (double stallScale : new double[] {1.0, 0.1}) {
+      DataNodeCluster c = cluster(6, 42, stallScale);
+      // About 1,400 cycles of each DataNode.
+      long horizon = (long) (360_000_000 * stallScale);
+      long slow = 0;
+      int count = 0;
+      for (int node = 0; node < 6; node++) {
+        for (long[] p : periods(c, node, horizon)) {
+          count++;
+          slow += Math.min(p[1], horizon) - p[0];
+          if (p[0] > 0 && p[1] < horizon) {
+            assertThat(p[1] - p[0])
+                .as("period length at scale " + stallScale)
+                .isBetween((long) (5_000 * stallScale) - 2, (long) (20_000 * stallScale) + 2);
+          }
+        }
+      }
+      double fraction = slow / (6.0 * horizon);
+      assertThat(fraction).as("scale " + stallScale).isCloseTo(0.0495, within(0.005));
+      // One period per 252.5 s of each DataNode's time.
+      assertThat(count / (6.0 * horizon / (252_500 * stallScale)))
+          .as("periods per mean cycle at scale " + stallScale)
+          .isCloseTo(1.0, within(0.06));
+    }
+  }
+
+  @Test
+  void slowDatanodePeriodsSomeDataNodeOfSixIsSlowAboutAQuarterOfTheTime() {
+    DataNodeCluster c = cluster(6, 7, 0.1);
+    long horizon = 36_000_000; // 10 h at scale 0.1: about 1,400 cycles of each DataNode
+    int samples = 0;
+    int anySlow = 0;
+    int pipelineHeld = 0;
+    int[] pipeline = {0, 2, 4};
+    for (long t = 0; t < horizon; t += 50) {
+      samples++;
+      boolean any = false;
+      for (int node = 0; node < 6; node++) {
+        any |= c.slowUntilMs(node, t) > t;
+      }
+      anySlow += any ? 1 : 0;
+      pipelineHeld += c.pipelineWaitMs(pipeline, t) > 0 ? 1 : 0;
+    }
+    assertThat(anySlow / (double) samples).isCloseTo(0.262, within(0.025));
+    // 1 - (1 - 0.0495)^3 = 14.1 %
+    assertThat(pipelineHeld / (double) samples).isCloseTo(0.141, within(0.02));
+  }
+
+  @Test
+  void slowDatanodePeriodsSameSeedGivesTheSameScheduleAndPipelines() {
+    DataNodeCluster a = cluster(6, 11, 1.0);
+    DataNodeCluster b = cluster(6, 11, 1.0);
+    DataNodeCluster other = cluster(6, 12, 1.0);
+    boolean differs = false;
+    // Asked in another order than a (backwards): the schedule does not depend on it.
+    for (long t = 3_600_000; t >= 0; t -= 250) {
+      for (int node = 0; node < 6; node++) {
+        b.slowUntilMs(node, t);
+      }
+    }
+    for (long t = 0; t < 3_600_000; t += 250) {
+      for (int node = 0; node < 6; node++) {
+        assertThat(a.slowUntilMs(node, t)).isEqualTo(b.slowUntilMs(node, t));
+        differs |= a.slowUntilMs(node, t) != other.slowUntilMs(node, t);
+      }
+    }
+    assertThat(differs).as("another seed, another schedule").isTrue();
+    for (int i = 0; i < 100; i++) {
+      assertThat(a.pickPipeline(List.of())).containsExactly(b.pickPipeline(List.of()));
+    }
+  }
+
+  @Test
+  void slowDatanodePeriodsPipelinesAreDistinctDataNodesEveryOneEquallyLikely() {
+    DataNodeCluster c = cluster(8, 3, 1.0);
+    int[] uses = new int[8];
+    for (int i = 0; i < 8_000; i++) {
+      int[] p = c.pickPipeline(List.of());
+      assertThat(p).hasSize(3).doesNotHaveDuplicates();
+      for (int node : p) {
+        assertThat(node).isBetween(0, 7);
+        uses[node]++;
+      }
+    }
+    // 24,000 places over 8 DataNodes: 3,000 each (binomial sd ~46).
+    assertThat(Arrays.stream(uses).min().orElseThrow()).isGreaterThanOrEqualTo(2_700);
+    assertThat(Arrays.stream(uses).max().orElseThrow()).isLessThanOrEqualTo(3_300);
+  }
+
+  @Test
+  void slowDatanodePeriodsFavoredDataNodesAreUsedAndFilledUpAtRandom() {
+    DataNodeCluster c = cluster(6, 3, 1.0);
+    assertThat(DataNodeCluster.names(c.pickPipeline(List.of("dn2", "dn6", "dn1"))))
+        .containsExactly("dn2", "dn6", "dn1");
+    // More than needed: the first three.
+    assertThat(DataNodeCluster.names(c.pickPipeline(List.of("dn4", "dn3", "dn5", "dn1"))))
+        .containsExactly("dn4", "dn3", "dn5");
+    // Unknown names and repeats are skipped; the rest is random, never a favoured one again.
+    Set<String> fills = new HashSet<>();
+    for (int i = 0; i < 200; i++) {
+      List<String> p =
+          DataNodeCluster.names(c.pickPipeline(List.of("dn7", "dn0", "x", "dn3", "dn3", "dn03")));
+      assertThat(p).hasSize(3).doesNotHaveDuplicates().startsWith("dn3");
+      fills.addAll(p.subList(1, 3));
+    }
+    assertThat(fills).containsExactlyInAnyOrder("dn1", "dn2", "dn4", "dn5", "dn6");
+    assertThatThrownBy(() -> cluster(2, 1, 1.0))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("1 <= fs.simfs.replication <= fs.simfs.datanodes");
+  }
+
+  /** An instant when exactly one DataNode is slow, at least 100 ms before its period ends. */
+  private static long[] instantWithOneSlowDataNode(DataNodeCluster c) {
+    for (long t = 0; ; t += 100) {
+      int slow = -1;
+      int n = 0;
+      for (int node = 0; node < c.size(); node++) {
+        if (c.slowUntilMs(node, t) > t + 100) {
+          slow = node;
+          n++;
+        } else if (c.slowUntilMs(node, t) > t) {
+          n += 2; // about to end: not this instant
+        }
+      }
+      if (n == 1) {
+        return new long[] {t, slow, c.slowUntilMs(slow, t)};
+      }
+    }
+  }
+
+  @Test
+  void slowDatanodePeriodsADataOpThroughASlowDataNodeWaitsForTheEndOfItsPeriod() throws Exception {
+    LatencyModel model = new LatencyModel("slow-datanode-periods", 5, 1.0, 0, 6, 3);
+    DataNodeCluster c = model.cluster();
+    long[] found = instantWithOneSlowDataNode(c);
+    long t = found[0];
+    int slow = (int) found[1];
+    long end = found[2];
+    model.useClock(() -> t);
+    int[] through = {(slow + 1) % 6, slow, (slow + 2) % 6};
+    int[] around = {(slow + 1) % 6, (slow + 2) % 6, (slow + 3) % 6};
+    for (Op op : new Op[] {Op.WRITE, Op.SYNC}) {
+      LatencyModel.Delay held = model.delay(op, 2_000_000, through);
+      assertThat(held.slowNodeWaitMs()).as(op.name()).isEqualTo(end - t);
+      // Then the normal data write: 2-12 ms plus 2 MB at 200 MB/s.
+      assertThat(held.modelMs() - held.slowNodeWaitMs()).isBetween(12.0, 22.0);
+      LatencyModel.Delay free = model.delay(op, 2_000_000, around);
+      assertThat(free.slowNodeWaitMs()).isZero();
+      assertThat(free.modelMs()).isBetween(12.0, 22.0);
+    }
+    // Metadata never waits for a DataNode, and a stream without a pipeline neither.
+    assertThat(model.delay(Op.CREATE, 0, through).slowNodeWaitMs()).isZero();
+    assertThat(model.delay(Op.CREATE, 0, through).modelMs()).isBetween(0.3, 2.0);
+    assertThat(model.delay(Op.WRITE, 0, null).slowNodeWaitMs()).isZero();
+    // Once the period is over, the same pipeline is not held.
+    model.useClock(() -> end);
+    assertThat(model.delay(Op.SYNC, 0, through).slowNodeWaitMs()).isZero();
+  }
+
+  @Test
+  void slowDatanodePeriodsAPeriodThatBeginsWhileThePacketIsHeldHoldsItToo() {
+    DataNodeCluster c = cluster(6, 9, 1.0);
+    // Find two DataNodes whose periods overlap: the wait of a pipeline through both runs to the
+    // later end.
+    for (long t = 0; t < 36_000_000; t += 100) {
+      for (int a = 0; a < 6; a++) {
+        long endA = c.slowUntilMs(a, t);
+        if (endA <= t) {
+          continue;
+        }
+        for (int b = 0; b < 6; b++) {
+          if (b != a && c.slowUntilMs(b, t) == t && c.slowUntilMs(b, endA - 1) > endA) {
+            long endB = c.slowUntilMs(b, endA - 1);
+            int other = 0;
+            while (other == a || other == b) {
+              other++;
+            }
+            long expected = c.pipelineWaitMs(new int[] {other}, endB) == 0 ? endB : -1;
+            if (expected > 0) {
+              assertThat(t + c.pipelineWaitMs(new int[] {a, b, other}, t)).isEqualTo(endB);
+              return;
+            }
+          }
+        }
+      }
+    }
+    throw new AssertionError("no overlapping periods in 10 h");
+  }
+
+  @Test
+  void slowDatanodePeriodsWithStallScaleZeroNoDataNodeIsEverSlow() {
+    DataNodeCluster c = cluster(6, 1, 0);
+    for (long t = 0; t < 3_600_000; t += 1_000) {
+      assertThat(c.pipelineWaitMs(new int[] {0, 1, 2, 3, 4, 5}, t)).isZero();
+    }
+  }
+
+  @Test
+  void slowDatanodePeriodsNormalDrawIsSlowDatanodes() {
+    LatencyModel model = new LatencyModel("slow-datanode-periods", 3, 1.0, 0);
+    assertAllBetween(draws(model, Op.WRITE, 0, 1, 10_000), 2.0, 12.0);
+    assertAllBetween(draws(model, Op.SYNC, 2_000_000, 1, 10_000), 12.0, 22.0);
+    for (Op op : Op.values()) {
+      if (op.isMetadata() || op == Op.OPEN) {
+        assertAllBetween(draws(model, op, 0, 1, 1_000), 0.3, 2.0);
+      }
+    }
+    assertThat(model.pauseRemainingMs(1_000)).isZero();
+    assertThat(new LatencyModel("slow-datanode", 3, 1.0, 0).cluster()).isNull();
   }
 
   @Test

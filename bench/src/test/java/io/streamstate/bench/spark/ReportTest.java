@@ -78,7 +78,12 @@ class ReportTest {
 
   /** The main table of results.md: provider label -> column name -> cell. */
   private Map<String, Map<String, String>> table() throws IOException {
-    Report.write(dir, SideBySideBenchmark.Settings.parse(new String[] {"--mode", "short"}), 1);
+    return table("--mode", "short");
+  }
+
+  /** The main table of results.md written with the run's options {@code args}. */
+  private Map<String, Map<String, String>> table(String... args) throws IOException {
+    Report.write(dir, SideBySideBenchmark.Settings.parse(args), 1);
     List<String> md = Files.readAllLines(dir.resolve("results.md"));
     int h = 0;
     while (!md.get(h).startsWith("| workload | keys | storage | provider |")) {
@@ -181,6 +186,107 @@ class ReportTest {
         .containsEntry("state meta ops", "–");
   }
 
+  /** Steady batches 0..n-1 of {@code provider}, each lasting the given ms. */
+  private static List<Map<String, String>> durations(String provider, long... ms) {
+    List<Map<String, String>> rows = new ArrayList<>();
+    for (int b = 0; b < ms.length; b++) {
+      Map<String, String> m = batch(provider, "steady", b, Map.of());
+      m.put("triggerMs", Long.toString(ms[b]));
+      m.put("storage", "slow-datanode-periods");
+      rows.add(m);
+    }
+    return rows;
+  }
+
+  @Test
+  void batchesOverFiveSecondsCountsTheCountedSteadyBatchesLongerThan5000Ms() throws IOException {
+    List<Map<String, String>> rows = new ArrayList<>();
+    // Batches 0 and 1 are not counted; exactly 5,000 ms is not over.
+    rows.addAll(durations("streamstate", 9_000, 9_000, 400, 5_000, 5_001, 600, 20_000));
+    rows.addAll(durations("hdfs", 300, 300, 300, 300, 300, 300, 300));
+    Map<String, String> recovery = batch("hdfs", "recovery", 7, Map.of());
+    recovery.put("triggerMs", "30000");
+    recovery.put("storage", "slow-datanode-periods");
+    rows.add(recovery);
+    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+
+    Map<String, Map<String, String>> t = table();
+
+    assertThat(t.get("streamstate")).containsEntry("n", "5").containsEntry("batches > 5 s", "2");
+    assertThat(t.get("hdfs")).containsEntry("batches > 5 s", "0");
+  }
+
+  @Test
+  void withoutStreamstateInTheRunOursIsTheFirstOfOurVariantsNamedInProviders() throws IOException {
+    List<Map<String, String>> rows = new ArrayList<>();
+    rows.addAll(durations("streamstate-tailfree", 0, 0, 400, 400, 400, 800));
+    rows.addAll(durations("streamstate-tailfree-nohedge", 0, 0, 380, 380, 380, 9_000));
+    rows.addAll(durations("hdfs", 0, 0, 300, 300, 300, 16_000));
+    rows.addAll(durations("no-durability", 0, 0, 200, 200, 200, 200));
+    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+    String providers =
+        "streamstate-tailfree,streamstate-tailfree-nohedge,hdfs,no-durability,streamstate-rflogs";
+
+    Map<String, Map<String, String>> t =
+        table("--mode", "full", "--providers", providers, "--sink", "parquet");
+
+    assertThat(t).containsKeys("streamstate-tailfree", "streamstate-tailfree-nohedge", "hdfs");
+    assertThat(t.get("streamstate-tailfree"))
+        .containsEntry("p50 ×ours", "1.00")
+        .containsEntry("p99 ×ours", "1.00");
+    assertThat(t.get("streamstate-tailfree-nohedge"))
+        .containsEntry("p50 ×ours", "0.95")
+        .containsEntry("p99 ×ours", "11.25")
+        .containsEntry("batches > 5 s", "1");
+    assertThat(t.get("hdfs"))
+        .containsEntry("p50 ×ours", "0.75")
+        .containsEntry("p99 ×ours", "20.00");
+    String md = Files.readString(dir.resolve("results.md"));
+    assertThat(md).contains("| **streamstate-tailfree** |").contains("`parquet` sink");
+    // Named first, the other variant is ours; the baseline never is.
+    assertThat(
+            table(
+                    "--providers",
+                    "no-durability,streamstate-tailfree-nohedge,streamstate-tailfree,hdfs")
+                .get("streamstate-tailfree"))
+        .containsEntry("p50 ×ours", "1.05");
+    assertThat(Report.reference(List.of("hdfs", "no-durability"), List.of("no-durability")))
+        .isNull();
+    assertThat(
+            Report.reference(
+                List.of("streamstate-tailfree", "streamstate"), List.of("streamstate-tailfree")))
+        .isEqualTo("streamstate");
+  }
+
+  @Test
+  void sinkColumnsAreTheMeansOfTheRequestsUnderTheSinkDirectory() throws IOException {
+    List<Map<String, String>> rows = new ArrayList<>();
+    for (int b = 0; b < 4; b++) {
+      Map<String, Long> c =
+          counters(new long[] {6, 1, 0, 1, 1, 3, 2}, new long[] {1, 0, 0, 0, 0, 1, 1}, 7, 1);
+      // Sink: 4 creates, a status and a list per batch; 4 files (3 part files and the log entry).
+      for (String kind : new String[] {"Open", "Rename", "Delete", "Mkdirs", "AddBlock"}) {
+        c.put("sink" + kind, 0L);
+      }
+      c.put("sinkCreate", 4L);
+      c.put("sinkStatus", 1L);
+      c.put("sinkList", 1L);
+      c.put("sinkFilesWritten", 4L);
+      c.put("slowNodeWaits", b % 2 == 0 ? 0L : 3L);
+      rows.add(batch("hdfs", "steady", b, c));
+    }
+    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+
+    assertThat(table().get("hdfs"))
+        .containsEntry("files", "7.00")
+        .containsEntry("state files", "1.00")
+        .containsEntry("sink files", "4.00")
+        .containsEntry("meta ops", "14.0")
+        .containsEntry("state meta ops", "3.00")
+        .containsEntry("sink meta ops", "6.00")
+        .containsEntry("DN waits", "1.50");
+  }
+
   @Test
   void localDiskHasNoRequestCounts() throws IOException {
     List<Map<String, String>> rows = new ArrayList<>();
@@ -194,6 +300,8 @@ class ReportTest {
     assertThat(table().get("streamstate"))
         .containsEntry("files", "–")
         .containsEntry("meta ops", "–")
-        .containsEntry("state meta ops", "–");
+        .containsEntry("state meta ops", "–")
+        .containsEntry("sink meta ops", "–")
+        .containsEntry("sink files", "–");
   }
 }

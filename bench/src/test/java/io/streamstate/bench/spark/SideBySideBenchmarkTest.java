@@ -18,6 +18,10 @@ class SideBySideBenchmarkTest {
       "spark.sql.streaming.stateStore.streamstate.logJournal.enabled";
   private static final String JOURNAL =
       "spark.sql.streaming.stateStore.streamstate.groupCommit.journal";
+  private static final String COMMIT_PROTOCOL = "spark.sql.streaming.commitProtocolClass";
+  private static final String HEDGED_COMMIT_PROTOCOL =
+      "io.streamstate.spark.HedgedFileCommitProtocol";
+  private static final String RENAME_FREE = "io.streamstate.spark.RenameFreeCheckpointFileManager";
 
   @Test
   void theVariantsOfOursRunOnlyWhenNamed() {
@@ -50,22 +54,23 @@ class SideBySideBenchmarkTest {
     assertThat(p.className).isEqualTo("io.streamstate.spark.StreamStateProvider");
     assertThat(p.discardsState).isFalse();
     assertThat(p.changelog).isFalse();
-    assertThat(p.streamstateConfs()).isEqualTo(Map.of(GROUP_COMMIT, "false"));
-    assertThat(Provider.STREAMSTATE_NOHEDGE.streamstateConfs()).isEqualTo(Map.of(HEDGE, "false"));
-    assertThat(Provider.STREAMSTATE.streamstateConfs()).isEmpty();
-    assertThat(Provider.NO_DURABILITY.streamstateConfs()).isEmpty();
+    assertThat(p.variantConfs()).isEqualTo(Map.of(GROUP_COMMIT, "false"));
+    assertThat(Provider.STREAMSTATE_NOHEDGE.variantConfs()).isEqualTo(Map.of(HEDGE, "false"));
+    assertThat(Provider.STREAMSTATE.variantConfs()).isEmpty();
+    assertThat(Provider.NO_DURABILITY.variantConfs()).isEmpty();
     // Each cell sets its variant's keys and unsets the rest of these.
-    assertThat(Provider.STREAMSTATE_VARIANT_KEYS)
-        .containsExactlyInAnyOrder(HEDGE, GROUP_COMMIT, CODEC, JOURNAL, LOG_JOURNAL);
+    assertThat(Provider.VARIANT_KEYS)
+        .containsExactlyInAnyOrder(
+            HEDGE, GROUP_COMMIT, CODEC, JOURNAL, LOG_JOURNAL, COMMIT_PROTOCOL);
     for (Provider any : Provider.values()) {
-      assertThat(Provider.STREAMSTATE_VARIANT_KEYS).containsAll(any.streamstateConfs().keySet());
+      assertThat(Provider.VARIANT_KEYS).containsAll(any.variantConfs().keySet());
     }
   }
 
   @Test
   void filesIsOurFullConfigurationWithASegmentFilePerGroupCommit() {
     Provider files = Provider.byLabel("streamstate-rflogs-files");
-    assertThat(files.streamstateConfs()).isEqualTo(Map.of(JOURNAL, "false"));
+    assertThat(files.variantConfs()).isEqualTo(Map.of(JOURNAL, "false"));
     assertThat(files.checkpointFileManager())
         .isEqualTo(Provider.STREAMSTATE_RFLOGS.checkpointFileManager());
     assertThat(files.onRequestOnly()).isTrue();
@@ -74,7 +79,7 @@ class SideBySideBenchmarkTest {
   @Test
   void logJournalIsOurFullConfigurationWithSparksLogsJournaledToo() {
     Provider p = Provider.byLabel("streamstate-logjournal");
-    assertThat(p.streamstateConfs()).isEqualTo(Map.of(LOG_JOURNAL, "true"));
+    assertThat(p.variantConfs()).isEqualTo(Map.of(LOG_JOURNAL, "true"));
     assertThat(p.checkpointFileManager())
         .isEqualTo("io.streamstate.spark.RenameFreeCheckpointFileManager");
     assertThat(p.onRequestOnly()).isTrue();
@@ -83,12 +88,93 @@ class SideBySideBenchmarkTest {
   @Test
   void rawIsOurFullConfigurationWithUncompressedChangelogs() {
     Provider raw = Provider.byLabel("streamstate-rflogs-raw");
-    assertThat(raw.streamstateConfs()).isEqualTo(Map.of(CODEC, "none"));
+    assertThat(raw.variantConfs()).isEqualTo(Map.of(CODEC, "none"));
     assertThat(raw.checkpointFileManager())
         .isEqualTo(Provider.STREAMSTATE_RFLOGS.checkpointFileManager())
         .isEqualTo("io.streamstate.spark.RenameFreeCheckpointFileManager");
-    assertThat(Provider.STREAMSTATE_RFLOGS.streamstateConfs()).isEmpty();
+    assertThat(Provider.STREAMSTATE_RFLOGS.variantConfs()).isEmpty();
     assertThat(raw.onRequestOnly()).isTrue();
+  }
+
+  @Test
+  void tailFreeIsTheLogJournalConfigurationWithTheHedgedFileCommitProtocol() {
+    Provider p = Provider.byLabel("streamstate-tailfree");
+    assertThat(p.className).isEqualTo("io.streamstate.spark.StreamStateProvider");
+    assertThat(p.variantConfs())
+        .isEqualTo(Map.of(LOG_JOURNAL, "true", COMMIT_PROTOCOL, HEDGED_COMMIT_PROTOCOL));
+    assertThat(p.checkpointFileManager()).isEqualTo(RENAME_FREE);
+    assertThat(p.requiredClasses()).containsExactly(HEDGED_COMMIT_PROTOCOL);
+    assertThat(p.onRequestOnly()).isTrue();
+
+    Provider nohedge = Provider.byLabel("streamstate-tailfree-nohedge");
+    assertThat(nohedge.variantConfs())
+        .isEqualTo(
+            Map.of(LOG_JOURNAL, "true", COMMIT_PROTOCOL, HEDGED_COMMIT_PROTOCOL, HEDGE, "false"));
+    assertThat(nohedge.checkpointFileManager()).isEqualTo(RENAME_FREE);
+    assertThat(nohedge.onRequestOnly()).isTrue();
+  }
+
+  @Test
+  void onlyTheTailFreeVariantsChangeTheFileSinksCommitProtocol() {
+    for (Provider p : Provider.values()) {
+      boolean tailFree = p.label.startsWith("streamstate-tailfree");
+      assertThat(p.variantConfs().containsKey(COMMIT_PROTOCOL)).as(p.label).isEqualTo(tailFree);
+      assertThat(p.requiredClasses()).as(p.label).hasSize(tailFree ? 1 : 0);
+    }
+    // The built-ins keep Spark's checkpoint file manager and (unset) commit protocol.
+    for (Provider p :
+        new Provider[] {Provider.HDFS, Provider.ROCKSDB, Provider.ROCKSDB_CHANGELOG}) {
+      assertThat(p.variantConfs()).as(p.label).isEmpty();
+      assertThat(p.checkpointFileManager())
+          .isEqualTo(SideBySideBenchmark.SPARK_FILE_SYSTEM_MANAGER);
+    }
+  }
+
+  @Test
+  void aVariantWhoseCommitProtocolIsNotOnTheClassPathFailsBeforeAnyRound() {
+    Settings s =
+        Settings.parse(
+            new String[] {"--providers", "streamstate-tailfree-nohedge,hdfs", "--sink", "parquet"});
+    assertThatThrownBy(() -> s.requireClasses(c -> false))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(
+            "Provider streamstate-tailfree-nohedge needs io.streamstate.spark.HedgedFileCommitProtocol"
+                + " (set as spark.sql.streaming.commitProtocolClass), which is not on the class"
+                + " path")
+        .hasMessageContaining("leave streamstate-tailfree-nohedge out of --providers");
+    s.requireClasses(c -> c.equals(HEDGED_COMMIT_PROTOCOL));
+    // Providers that name no such class never ask.
+    Settings.parse(new String[] {"--providers", "streamstate,hdfs,streamstate-logjournal"})
+        .requireClasses(
+            c -> {
+              throw new AssertionError("asked for " + c);
+            });
+    // The real check loads classes by name.
+    assertThat(SideBySideBenchmark.onClassPath(RENAME_FREE)).isTrue();
+    assertThat(SideBySideBenchmark.onClassPath("io.streamstate.spark.NoSuchClass")).isFalse();
+  }
+
+  @Test
+  void theSinkIsNoopUnlessParquetIsAsked() {
+    assertThat(Settings.parse(new String[] {"--mode", "short"}).fileSink()).isFalse();
+    assertThat(Settings.parse(new String[] {"--sink", "noop"}).fileSink()).isFalse();
+    assertThat(Settings.parse(new String[] {"--sink", "parquet"}).fileSink()).isTrue();
+    assertThatThrownBy(() -> Settings.parse(new String[] {"--sink", "csv"}))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("--sink is noop or parquet, not csv");
+  }
+
+  @Test
+  void theSlowDataNodePeriodsProfileIsAStorageOnRequest() {
+    assertThat(
+            Settings.parse(new String[] {"--storages", "slow-datanode,slow-datanode-periods"})
+                .storages)
+        .containsExactly("slow-datanode", "slow-datanode-periods");
+    assertThat(Settings.parse(new String[] {"--mode", "short"}).storages)
+        .doesNotContain("slow-datanode-periods");
+    assertThatThrownBy(() -> Settings.parse(new String[] {"--storages", "slow-datanodes"}))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Unknown storage slow-datanodes");
   }
 
   @Test
@@ -97,6 +183,7 @@ class SideBySideBenchmarkTest {
     assertThat(SideBySideBenchmark.CSV_COLUMNS)
         .contains(counters.keySet().toArray(new String[0]))
         .contains("stateMetadataOps", "stateCreate", "stateList")
+        .contains("sinkFilesWritten", "sinkMetadataOps", "slowNodeWaits", "slowNodeWaitMs")
         .contains("walCommitMs", "commitOffsetsMs", "heapCommittedMb", "nonHeapCommittedMb")
         .doesNotHaveDuplicates();
   }

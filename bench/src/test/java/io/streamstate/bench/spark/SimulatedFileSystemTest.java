@@ -10,7 +10,10 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
@@ -34,7 +37,11 @@ class SimulatedFileSystemTest {
   }
 
   private SimulatedFileSystem open(String authority, long seed) throws IOException {
-    Configuration conf = new Configuration(false);
+    return open(authority, seed, new Configuration(false));
+  }
+
+  private SimulatedFileSystem open(String authority, long seed, Configuration conf)
+      throws IOException {
     conf.setDouble("fs.simfs.latencyScale", 0);
     conf.setLong("fs.simfs.seed", seed);
     SimulatedFileSystem fs = new SimulatedFileSystem();
@@ -392,6 +399,175 @@ class SimulatedFileSystemTest {
     write(b, path(b, "u/1"), "1", false);
     assertThat(counters(a)).containsEntry("filesWritten", 2L);
     assertThat(counters(b)).containsEntry("filesWritten", 1L);
+  }
+
+  // ---- slow-datanode-periods: pipelines ----
+
+  @Test
+  void eachFileHasAPipelineOfThreeDistinctDataNodesKeptForItsLife() throws IOException {
+    Configuration conf = new Configuration(false);
+    conf.setInt("fs.simfs.datanodes", 8);
+    SimulatedFileSystem fs =
+        open("slow-datanode-periods." + UUID.randomUUID().toString().substring(0, 8), 42, conf);
+    Set<String> seen = new HashSet<>();
+    for (int f = 0; f < 50; f++) {
+      try (FSDataOutputStream out = fs.create(path(fs, "cp/state/_segments/" + f), false)) {
+        List<String> pipeline = fs.pipelineOf(out);
+        assertThat(pipeline)
+            .hasSize(3)
+            .doesNotHaveDuplicates()
+            .allSatisfy(dn -> assertThat(dn).matches("dn[1-8]"));
+        // The same pipeline (and the same stream, wrapped or not) for every write and sync.
+        for (int i = 0; i < 3; i++) {
+          out.write(new byte[100]);
+          out.hsync();
+          assertThat(fs.pipelineOf(out)).isEqualTo(pipeline);
+          assertThat(fs.pipelineOf(out.getWrappedStream())).isEqualTo(pipeline);
+        }
+        seen.addAll(pipeline);
+      }
+    }
+    assertThat(seen).hasSize(8);
+    // A stream of another file system, or any other stream, has none.
+    assertThat(fs.pipelineOf(OutputStream.nullOutputStream())).isEmpty();
+    SimulatedFileSystem other = open("slow-datanode-periods");
+    try (FSDataOutputStream out = other.create(path(other, "x"), false)) {
+      assertThat(fs.pipelineOf(out)).isEmpty();
+      assertThat(other.pipelineOf(out)).hasSize(3);
+    }
+  }
+
+  @Test
+  void profilesWithoutDataNodesHaveNoPipelinesAndIgnoreFavoredNodes() throws IOException {
+    for (String profile : new String[] {"none", "slow-datanode", "busy-namenode", "s3"}) {
+      SimulatedFileSystem fs = open(profile);
+      Path p = path(fs, profile + "/f");
+      try (FSDataOutputStream out = fs.create(p, false, List.of("dn1", "dn2", "dn3"))) {
+        out.write(1);
+        assertThat(fs.pipelineOf(out)).as(profile).isEmpty();
+      }
+      assertThat(read(fs, p)).hasSize(1);
+      assertThat(counters(fs))
+          .containsEntry("create", 1L)
+          .containsEntry("favoredCreates", 1L)
+          .containsEntry("slowNodeWaits", 0L);
+    }
+  }
+
+  @Test
+  void aCreateWithFavoredDataNodesWritesThroughThem() throws IOException {
+    SimulatedFileSystem fs = open("slow-datanode-periods");
+    try (FSDataOutputStream out =
+        fs.create(path(fs, "cp/commits/3.hedge"), false, List.of("dn5", "dn2", "dn6"))) {
+      assertThat(fs.pipelineOf(out)).containsExactly("dn5", "dn2", "dn6");
+    }
+    // Fewer than three DataNodes it has: those first, the rest at random.
+    try (FSDataOutputStream out =
+        fs.create(path(fs, "cp/commits/4.hedge"), false, List.of("dn4", "datanode-9", "dn4"))) {
+      List<String> pipeline = fs.pipelineOf(out);
+      assertThat(pipeline).hasSize(3).doesNotHaveDuplicates().startsWith("dn4");
+    }
+    // Without favoured nodes, as create(path, overwrite).
+    try (FSDataOutputStream out = fs.create(path(fs, "cp/commits/5"), false, List.of())) {
+      assertThat(fs.pipelineOf(out)).hasSize(3);
+    }
+    assertThat(counters(fs)).containsEntry("create", 3L).containsEntry("favoredCreates", 2L);
+    // Still create-if-absent.
+    assertThatThrownBy(() -> fs.create(path(fs, "cp/commits/5"), false, List.of("dn1")))
+        .isInstanceOf(FileAlreadyExistsException.class);
+  }
+
+  /** An instant when exactly one DataNode is slow: {time, slow DataNode, end of its period}. */
+  private static long[] instantWithOneSlowDataNode(DataNodeCluster c) {
+    for (long t = 0; ; t += 100) {
+      int slow = -1;
+      int n = 0;
+      for (int node = 0; node < c.size(); node++) {
+        if (c.slowUntilMs(node, t) > t) {
+          slow = node;
+          n++;
+        }
+      }
+      if (n == 1) {
+        return new long[] {t, slow, c.slowUntilMs(slow, t)};
+      }
+    }
+  }
+
+  @Test
+  void dataWritesAndSyncsThroughASlowDataNodeWaitForTheEndOfItsPeriodOthersDoNot()
+      throws IOException {
+    SimulatedFileSystem fs = open("slow-datanode-periods");
+    DataNodeCluster cluster = fs.model().cluster();
+    long[] found = instantWithOneSlowDataNode(cluster);
+    long[] now = {found[0]};
+    String slow = DataNodeCluster.name((int) found[1]);
+    long wait = found[2] - found[0];
+    fs.model().useClock(() -> now[0]);
+    List<String> healthy = new java.util.ArrayList<>();
+    for (int i = 0; i < cluster.size() && healthy.size() < 3; i++) {
+      if (!DataNodeCluster.name(i).equals(slow)) {
+        healthy.add(DataNodeCluster.name(i));
+      }
+    }
+
+    // A file written and closed at once through the slow DataNode: its data write waits.
+    try (OutputStream out = fs.create(path(fs, "cp/sink/part-0"), false, List.of(slow))) {
+      out.write(new byte[1_000]);
+    }
+    assertThat(counters(fs))
+        .containsEntry("slowNodeWaits", 1L)
+        .containsEntry("slowNodeWaitMs", wait)
+        .containsEntry("sinkFilesWritten", 1L);
+    // Its hedge copy on healthy DataNodes does not.
+    try (OutputStream out = fs.create(path(fs, "cp/sink/part-0.hedge"), false, healthy)) {
+      out.write(new byte[1_000]);
+    }
+    assertThat(counters(fs)).containsEntry("slowNodeWaits", 1L);
+
+    // A journal kept open through it: every sync inside the period waits, none after it.
+    try (FSDataOutputStream journal =
+        fs.create(path(fs, "cp/state/_segments/1.journal"), false, List.of(healthy.get(0), slow))) {
+      journal.write(new byte[10]);
+      journal.hsync();
+      journal.write(new byte[10]);
+      journal.hsync();
+      assertThat(counters(fs))
+          .containsEntry("slowNodeWaits", 3L)
+          .containsEntry("slowNodeWaitMs", 3 * wait);
+      now[0] = found[2];
+      journal.write(new byte[10]);
+      journal.hsync();
+    }
+    Map<String, Long> c = counters(fs);
+    assertThat(c).containsEntry("slowNodeWaits", 3L).containsEntry("sync", 3L);
+    // Waits count in the model's time; metadata never waits for a DataNode.
+    assertThat(c.get("modelMs")).isGreaterThanOrEqualTo(3 * wait);
+  }
+
+  @Test
+  void countsRequestsUnderTheSinkDirectorySeparately() throws IOException {
+    SimulatedFileSystem fs = open("slow-datanode-periods");
+    Path sink = path(fs, "out/sink/000-r0");
+    fs.mkdirs(new Path(sink, "_spark_metadata"));
+    write(fs, new Path(sink, "part-00000-abc.snappy.parquet"), "pq", false);
+    write(fs, new Path(sink, "_spark_metadata/0"), "v1", false);
+    fs.getFileStatus(new Path(sink, "part-00000-abc.snappy.parquet"));
+    fs.listStatus(new Path(sink, "_spark_metadata"));
+    write(fs, path(fs, "out/checkpoints/000-r0/state/0/0/1.delta"), "d", false);
+    write(fs, path(fs, "out/checkpoints/000-r0/offsets/0"), "o", false);
+    Map<String, Long> c = counters(fs);
+    assertThat(c)
+        .containsEntry("filesWritten", 4L)
+        .containsEntry("sinkFilesWritten", 2L)
+        .containsEntry("stateFilesWritten", 1L)
+        .containsEntry("sinkCreate", 2L)
+        .containsEntry("sinkMkdirs", 1L)
+        .containsEntry("sinkStatus", 1L)
+        .containsEntry("sinkList", 1L)
+        .containsEntry("sinkMetadataOps", 5L)
+        .containsEntry("stateMetadataOps", 1L)
+        .containsEntry("metadataOps", 7L);
   }
 
   @Test
