@@ -19,11 +19,13 @@ import org.apache.hadoop.util.Progressable;
 /**
  * A local-disk file system with exclusive create ({@link ExclusiveCreateLocalFileSystem}, scheme
  * {@value #SCHEME}) on which the primary copy of a hedged sink output is slow, as on a slow
- * DataNode: of two creates of {@code part-<split>-<uuid><suffix>} names that differ only by their
- * UUID (a primary and its alternate, in the same directory), the first one's data writes wait until
- * the second one has closed, or {@link #MAX_STALL_MILLIS} at most. Then the primary fails (as a
- * DataNode pipeline that gives up: {@link #completeLatePrimaries} false, the default) or goes on
- * and completes late ({@code true}). So with failing primaries every hedge that fires wins, by
+ * DataNode. A primary is a {@code part-<split>-<uuid><suffix>} file whose name is that of a spill
+ * file of this JVM's sink tasks ({@link HedgedFileCommitProtocol} names each spill file after its
+ * output's primary name); its alternate has the same directory, split and suffix and another UUID.
+ * A primary's data writes wait until its alternate has closed, or {@link #MAX_STALL_MILLIS} at
+ * most, whichever create reached the file system first. Then the primary fails (as a DataNode
+ * pipeline that gives up: {@link #completeLatePrimaries} false, the default) or goes on and
+ * completes late ({@code true}). So with failing primaries every hedge that fires wins, by
  * construction; a create that is never hedged completes after the longest stall. Nothing depends on
  * time but that fallback: the wait is a latch.
  *
@@ -39,7 +41,7 @@ public class SlowPrimaryFileSystem extends ExclusiveCreateLocalFileSystem {
   private static final Pattern PART =
       Pattern.compile("(part-\\d+-)[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(.*)");
 
-  /** Primaries whose alternate has not been created yet, by directory, split and suffix. */
+  /** Pairs of which one copy has been created, by directory, split and suffix. */
   private static final Map<String, Pair> WAITING = new ConcurrentHashMap<>();
 
   /** Whether a primary whose alternate closed goes on (true) or fails (false, the default). */
@@ -53,14 +55,26 @@ public class SlowPrimaryFileSystem extends ExclusiveCreateLocalFileSystem {
     return SCHEME + "://" + dir.toAbsolutePath();
   }
 
-  /** Local paths of the part files created first of their pair (stalled). */
+  /** Local paths of the part files created as primaries (stalled). */
   public static Set<Path> primaries() {
     return Set.copyOf(PRIMARIES);
   }
 
-  /** Local paths of the part files created second of their pair (the hedges). */
+  /** Local paths of the part files created as alternates (the hedges). */
   public static Set<Path> alternates() {
     return Set.copyOf(ALTERNATES);
+  }
+
+  /** Whether a sink task of this JVM has a spill file named {@code name}: the output's primary. */
+  private static boolean isSpillFileName(String name) {
+    Path root = HedgedSinkWrites.spillRoot();
+    try (java.util.stream.Stream<Path> attempts = java.nio.file.Files.list(root)) {
+      return attempts.anyMatch(attempt -> java.nio.file.Files.exists(attempt.resolve(name)));
+    } catch (java.nio.file.NoSuchFileException e) {
+      return false;
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   private static final class Pair {
@@ -86,19 +100,17 @@ public class SlowPrimaryFileSystem extends ExclusiveCreateLocalFileSystem {
     }
     Path local = toLocal(f);
     String key = local.getParent() + "/" + m.group(1) + "*" + m.group(2);
+    boolean primary = isSpillFileName(f.getName());
     Pair pair;
-    boolean primary;
     synchronized (WAITING) {
       Pair waiting = WAITING.get(key);
       long staleNanos = TimeUnit.MILLISECONDS.toNanos(2 * MAX_STALL_MILLIS);
       if (waiting == null || System.nanoTime() - waiting.createdNanos > staleNanos) {
         pair = new Pair();
         WAITING.put(key, pair);
-        primary = true;
       } else {
         pair = waiting;
-        WAITING.remove(key); // the pair is complete: the next create of this key starts another
-        primary = false;
+        WAITING.remove(key); // both copies are here: the next create of this key starts another
       }
     }
     (primary ? PRIMARIES : ALTERNATES).add(local);

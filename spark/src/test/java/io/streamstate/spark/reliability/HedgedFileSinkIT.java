@@ -50,7 +50,7 @@ import scala.Option;
  * them.
  */
 class HedgedFileSinkIT {
-  private static final int BATCHES = 8;
+  private static final int BATCHES = 6;
   private static final Duration CHILD_TIMEOUT = Duration.ofMinutes(3);
   private static final String UUID_PATTERN = "[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}";
 
@@ -122,7 +122,7 @@ class HedgedFileSinkIT {
   @Test
   void deduplicationIntoJsonKilledAfterItsManifestMatchesTheReference() throws Exception {
     SinkQueries.Query query = SinkQueries.Query.DEDUPLICATE_INTO_JSON;
-    assertThat(reference.get(query)).hasSizeGreaterThan(100);
+    assertThat(reference.get(query)).hasSizeGreaterThan(50);
     Run run = new Run(query, "after-manifest");
 
     run.killedAt(2);
@@ -280,9 +280,9 @@ class HedgedFileSinkIT {
       SinkQueries.useHedged(spark);
       String checkpoint = checkpointDir.toUri().toString();
       SinkQueries.runOnce(spark, query, input, checkpoint, outUri);
-      SinkQueries.stage(allInput, input, 4, 6);
+      SinkQueries.stage(allInput, input, 4, 5);
       SinkQueries.runOnce(spark, query, input, checkpoint, outUri);
-      SinkQueries.stage(allInput, input, 6, BATCHES);
+      SinkQueries.stage(allInput, input, 5, BATCHES);
       SinkQueries.runOnce(spark, query, input, checkpoint, outUri);
       return HedgedFileCommitProtocol.hedgeMetrics().since(before);
     }
