@@ -35,7 +35,8 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>The driver side is Spark's {@link ManifestFileCommitProtocol} unchanged ({@code
  * FileStreamSink} hands it the sink log only because it is one): {@code commitJob} lists in {@code
- * _spark_metadata/<batch>} exactly the files the committed tasks reported. The task side is ours:
+ * _spark_metadata/<batch>} exactly the files the committed tasks reported. The task side is ours
+ * (f5 is Spark's):
  *
  * <ol>
  *   <li><b>f1</b> {@code setupTask}: the task's output files will be local spill files, written
@@ -55,7 +56,9 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <li><b>f4</b> The task reports the winner only, as a {@link SinkFileStatus} built from what it
  *       wrote (length of the spill file, the store's default replication and block size, the time
  *       of publication): no {@code getFileStatus} request per file. Spill files are deleted.
- *   <li><b>f5</b> {@code abortTask}: stops copies in flight, deletes the spill files and every file
+ *   <li><b>f5</b> (driver, Spark's code) {@code commitJob} lists exactly the reported names in
+ *       {@code _spark_metadata/<batch>}.
+ *   <li><b>f6</b> {@code abortTask}: stops copies in flight, deletes the spill files and every file
  *       this attempt published (nothing lists them).
  * </ol>
  *
@@ -194,7 +197,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     return SinkFileStatus$.MODULE$.apply(status);
   }
 
-  // f5
+  // f6
   @Override
   public void abortTask(TaskAttemptContext taskContext) {
     TaskOutputs outputs = task;
