@@ -70,7 +70,11 @@ final class StoreLocations {
     return Paths.get(root, "streamstate", name).toAbsolutePath();
   }
 
-  private static String sparkLocalDir() {
+  /**
+   * The executor's local directory (Spark's {@code spark.local.dir}, YARN/K8s dirs), else {@code
+   * java.io.tmpdir}.
+   */
+  static String sparkLocalDir() {
     SparkEnv env = SparkEnv.get();
     if (env != null) {
       try {

@@ -1,0 +1,134 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.core.hedge.HedgeMetrics;
+import io.streamstate.core.hedge.HedgePolicy;
+import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.core.storage.Storage;
+import io.streamstate.hadoop.HadoopStorage;
+import io.streamstate.hadoop.HadoopStorages;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Paths;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What the file-sink tasks of one executor JVM share ({@link HedgedFileCommitProtocol}): the hedged
+ * writers of sink files, the storage of each sink directory, and the root of the local spill files.
+ * Spark instantiates the commit protocol by reflection, once per batch and task, so these live
+ * here, one owner per JVM.
+ *
+ * <p><b>Hedgers.</b> Apart from the state stores' and the log writes' (their latencies would mix
+ * changelogs of kilobytes with output files of up to hundreds of megabytes, and either deadline
+ * would be wrong for the other), and one per size class of file ({@value #SIZE_CLASSES} classes: up
+ * to 1 MiB, 16 MiB, 256 MiB, larger), so that the deadline of a file follows the latencies of files
+ * of about its size. Each class keeps its own budget, so over time at most about {@code
+ * hedge.budgetFraction} of each class's writes are hedged. The policy comes from our {@code
+ * hedge.*} keys as Spark copies them into the task's Hadoop configuration ({@link
+ * HedgedLogWrites#policy}).
+ */
+final class HedgedSinkWrites {
+  private static final Logger LOG = LoggerFactory.getLogger(HedgedSinkWrites.class);
+
+  /** Upper size bounds of the size classes but the last (which has none). */
+  private static final long[] SIZE_CLASS_LIMITS = {1L << 20, 16L << 20, 256L << 20};
+
+  static final int SIZE_CLASSES = SIZE_CLASS_LIMITS.length + 1;
+
+  /** Directory under the executor's local directory that holds the spill files. */
+  static final String SPILL_DIRECTORY = "streamstate-sink-spill";
+
+  private static final Map<String, HedgedWriter> WRITERS = new HashMap<>();
+  private static final Map<String, SinkLocation> LOCATIONS = new ConcurrentHashMap<>();
+
+  private HedgedSinkWrites() {}
+
+  /**
+   * Where a sink's files go: the storage of its directory, the qualified directory (for the paths
+   * listed in {@code _spark_metadata}), and the replication and block size its files get.
+   */
+  record SinkLocation(Storage storage, Path root, short replication, long blockSize) {
+    /** The qualified path of the file {@code name} (relative, {@code /}-separated). */
+    Path pathOf(String name) {
+      return new Path(root, name);
+    }
+  }
+
+  /** The hedged writer for a file of {@code length} bytes, with the policy of {@code conf}. */
+  static synchronized HedgedWriter writer(Configuration conf, long length) {
+    int sizeClass = 0;
+    while (sizeClass < SIZE_CLASS_LIMITS.length && length > SIZE_CLASS_LIMITS[sizeClass]) {
+      sizeClass++;
+    }
+    // The policy's text names every setting: writers of equal settings are one writer.
+    HedgePolicy policy = HedgedLogWrites.policy(conf); // a new instance: each class its own
+    return WRITERS.computeIfAbsent(policy + "#" + sizeClass, k -> new HedgedWriter(policy));
+  }
+
+  /** The counters of every sink-file hedger of this JVM, summed. */
+  static synchronized HedgeMetrics.Snapshot totals() {
+    long[] t = new long[8];
+    for (HedgedWriter w : WRITERS.values()) {
+      HedgeMetrics.Snapshot s = w.policy().metrics().snapshot();
+      long[] v = {
+        s.writes(),
+        s.hedgesFired(),
+        s.hedgesAfterFailure(),
+        s.hedgesWon(),
+        s.hedgesSkippedForBudget(),
+        s.losersCleaned(),
+        s.cleanupFailures(),
+        s.losersLeft()
+      };
+      for (int i = 0; i < t.length; i++) {
+        t[i] += v[i];
+      }
+    }
+    return new HedgeMetrics.Snapshot(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+  }
+
+  /**
+   * The location of the sink directory {@code outputPath}, opened once per JVM: the core's NIO
+   * storage for {@code file:}, else a Hadoop storage. A store without create-if-absent is accepted
+   * in single-writer mode: sink file names are attempt-unique (UUIDs), so no two writers ever race
+   * for one.
+   */
+  static SinkLocation location(String outputPath, Configuration conf) {
+    return LOCATIONS.computeIfAbsent(outputPath, p -> open(p, conf));
+  }
+
+  private static SinkLocation open(String outputPath, Configuration conf) {
+    Path path = new Path(outputPath);
+    FileSystem fs;
+    try {
+      fs = path.getFileSystem(conf);
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot resolve the file system of sink " + outputPath, e);
+    }
+    Path root = fs.makeQualified(path);
+    Storage storage;
+    try {
+      storage = HadoopStorages.open(root.toUri(), conf);
+    } catch (UnsupportedException e) {
+      LOG.info(
+          "Sink {} is on a store without create-if-absent; its files have attempt-unique names,"
+              + " so they are written in single-writer mode",
+          root);
+      storage = HadoopStorage.openAllowingSingleWriter(fs, root);
+    }
+    return new SinkLocation(
+        storage, root, fs.getDefaultReplication(root), fs.getDefaultBlockSize(root));
+  }
+
+  /** The root of the spill files of this JVM's sink tasks: under the executor's local directory. */
+  static java.nio.file.Path spillRoot() {
+    return Paths.get(StoreLocations.sparkLocalDir(), SPILL_DIRECTORY).toAbsolutePath();
+  }
+}
