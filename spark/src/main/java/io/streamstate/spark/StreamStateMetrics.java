@@ -71,6 +71,21 @@ public final class StreamStateMetrics {
           "streamstateHedgesWon",
           "streamstate: hedged changelog writes whose hedge completed first");
 
+  public static final StateStoreCustomSumMetric SNAPSHOT_HEDGES_FIRED =
+      new StateStoreCustomSumMetric(
+          "streamstateSnapshotHedgesFired",
+          "streamstate: snapshot file uploads (SSTs, manifests) that passed their deadline and were"
+              + " hedged");
+  public static final StateStoreCustomSumMetric SNAPSHOT_HEDGES_WON =
+      new StateStoreCustomSumMetric(
+          "streamstateSnapshotHedgesWon",
+          "streamstate: hedged snapshot file uploads whose hedge completed first");
+  public static final StateStoreCustomSumMetric SNAPSHOT_FAILURES =
+      new StateStoreCustomSumMetric(
+          "streamstateSnapshotFailures",
+          "streamstate: snapshots that failed (logged at WARN; the state stays durable in"
+              + " changelogs)");
+
   public static final StateStoreCustomSumMetric SEGMENT_COMMITS =
       new StateStoreCustomSumMetric(
           "streamstateSegmentCommits",
@@ -105,6 +120,9 @@ public final class StreamStateMetrics {
           CHANGELOGS_REPLAYED,
           HEDGES_FIRED,
           HEDGES_WON,
+          SNAPSHOT_HEDGES_FIRED,
+          SNAPSHOT_HEDGES_WON,
+          SNAPSHOT_FAILURES,
           SEGMENT_COMMITS,
           SEGMENTS_WRITTEN,
           VERSIONS_LOST,
@@ -145,6 +163,9 @@ public final class StreamStateMetrics {
     m.put(CHANGELOGS_REPLAYED, after.changelogsReplayed() - before.changelogsReplayed());
     m.put(HEDGES_FIRED, after.hedgesFired() - before.hedgesFired());
     m.put(HEDGES_WON, after.hedgesWon() - before.hedgesWon());
+    m.put(SNAPSHOT_HEDGES_FIRED, after.snapshotHedgesFired() - before.snapshotHedgesFired());
+    m.put(SNAPSHOT_HEDGES_WON, after.snapshotHedgesWon() - before.snapshotHedgesWon());
+    m.put(SNAPSHOT_FAILURES, after.snapshotFailures() - before.snapshotFailures());
     m.put(SEGMENT_COMMITS, after.segmentCommits() - before.segmentCommits());
     m.put(SEGMENTS_WRITTEN, after.segmentsWritten() - before.segmentsWritten());
     m.put(VERSIONS_LOST, after.versionsLost() - before.versionsLost());

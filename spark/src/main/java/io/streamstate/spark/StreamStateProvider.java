@@ -126,6 +126,10 @@ public class StreamStateProvider implements StateStoreProvider {
   private volatile StateStoreProviderId providerId;
   private volatile boolean closed;
 
+  /** See {@link #lastSnapshotReported()}. */
+  private final java.util.concurrent.atomic.AtomicLong lastSnapshotReported =
+      new java.util.concurrent.atomic.AtomicLong(-1);
+
   /** Engine counters at the previous commit; guarded by {@link #permit}. */
   private StoreMetrics.Snapshot metricsAtLastCommit;
 
@@ -274,7 +278,9 @@ public class StreamStateProvider implements StateStoreProvider {
 
   /**
    * Frees the local instance; writes nothing durable. Spark calls it from its maintenance thread
-   * once the provider is unloaded. Waits for an open store (up to the lock timeout) first.
+   * once the provider is unloaded. Waits for an open store (up to the lock timeout) first, never
+   * for a snapshot uploading in the background: that upload stops before its next create and
+   * publishes no manifest ({@link VersionedStore#close()}).
    */
   @Override
   public void close() {
@@ -391,13 +397,22 @@ public class StreamStateProvider implements StateStoreProvider {
     return values;
   }
 
-  /** A snapshot the coordinator asked for (the store lags): write it now, report it. */
-  void snapshotAfterCommit() {
+  /**
+   * A snapshot the coordinator asked for (the store lags), of {@code version}, just committed: the
+   * local checkpoint is taken now, the upload runs in the background (joining one already running),
+   * and the snapshot is reported to the coordinator once its manifest is durable. Never waits on
+   * storage and never fails the commit: the engine logs and counts a failed snapshot.
+   */
+  void snapshotAfterCommit(long version) {
     try {
-      long version = store.snapshotNow();
-      if (version > 0) {
-        reportSnapshot(version);
-      }
+      store
+          .snapshotInBackground(version)
+          .whenComplete(
+              (published, failure) -> {
+                if (failure == null && published > 0) {
+                  reportSnapshot(published);
+                }
+              });
     } catch (RuntimeException e) {
       LOG.warn(
           "Forced snapshot of streamstate store {} failed (the commit stands): {}",
@@ -405,6 +420,14 @@ public class StreamStateProvider implements StateStoreProvider {
           e.toString(),
           e);
     }
+  }
+
+  /**
+   * The newest snapshot version this provider reported to Spark's coordinator (or would have: with
+   * no coordinator, as in unit tests, nothing is sent), or -1; for tests.
+   */
+  long lastSnapshotReported() {
+    return lastSnapshotReported.get();
   }
 
   static String describe(StateStoreId id) {
@@ -535,6 +558,7 @@ public class StreamStateProvider implements StateStoreProvider {
 
   /** Tells the coordinator a snapshot exists, so that it does not flag the store as lagging. */
   private void reportSnapshot(long version) {
+    lastSnapshotReported.accumulateAndGet(version, Math::max);
     if (providerId == null) {
       return;
     }

@@ -369,7 +369,9 @@ final class StreamStateStore implements StateStore {
 
   /**
    * Publishes the changes as version {@code version() + 1} (durable when this returns), then
-   * reports the commit to Spark's coordinator (commit validation of foreachBatch sinks).
+   * reports the commit to Spark's coordinator (commit validation of foreachBatch sinks). With
+   * {@code forceSnapshotOnCommit}, also takes the local checkpoint of the new version and leaves
+   * its upload to the background: the commit never waits on snapshot files.
    */
   @Override
   public synchronized long commit() {
@@ -400,7 +402,7 @@ final class StreamStateStore implements StateStore {
     committedVersion = newVersion;
     try {
       if (forceSnapshotOnCommit) {
-        provider.snapshotAfterCommit();
+        provider.snapshotAfterCommit(newVersion);
       }
       committedMetrics = metricsAfterCommit(newVersion, rows);
     } finally {

@@ -27,8 +27,16 @@ public final class StoreMetrics {
   final AtomicLong versionsLost = new AtomicLong();
   final AtomicLong segmentCommits = new AtomicLong();
   final AtomicLong segmentsWritten = new AtomicLong();
+  final AtomicLong snapshotHedgesFired = new AtomicLong();
+  final AtomicLong snapshotHedgesWon = new AtomicLong();
+  final AtomicLong snapshotFailures = new AtomicLong();
 
-  /** An immutable reading of all counters. */
+  /**
+   * An immutable reading of all counters. {@code hedgesFired} and {@code hedgesWon} count changelog
+   * and segment writes; {@code snapshotHedgesFired} and {@code snapshotHedgesWon} the SST and
+   * manifest uploads of snapshots; {@code snapshotFailures} the snapshots that failed (logged at
+   * WARN; the versions they held stay durable in their changelogs).
+   */
   public record Snapshot(
       long commits,
       long commitNanosTotal,
@@ -49,7 +57,10 @@ public final class StoreMetrics {
       long hedgesWon,
       long versionsLost,
       long segmentCommits,
-      long segmentsWritten) {}
+      long segmentsWritten,
+      long snapshotHedgesFired,
+      long snapshotHedgesWon,
+      long snapshotFailures) {}
 
   public Snapshot snapshot() {
     return new Snapshot(
@@ -72,6 +83,9 @@ public final class StoreMetrics {
         hedgesWon.get(),
         versionsLost.get(),
         segmentCommits.get(),
-        segmentsWritten.get());
+        segmentsWritten.get(),
+        snapshotHedgesFired.get(),
+        snapshotHedgesWon.get(),
+        snapshotFailures.get());
   }
 }

@@ -1,5 +1,6 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.engine.SnapshotUploader.LocalCheckpoint;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
@@ -17,23 +18,22 @@ import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.Storages;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -50,9 +50,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #maintain()} snapshots and applies retention; never called on the commit path.
  * </ul>
  *
- * <p>One transaction at a time; {@code maintain()} may run concurrently from another thread. {@link
- * #close()} frees local resources and writes nothing durable, so closing is also how a test
- * simulates a crash.
+ * <p>One transaction at a time; {@code maintain()} may run concurrently from another thread, and
+ * {@link #snapshotInBackground} uploads on a pool of its own. {@link #close()} frees local
+ * resources and writes nothing durable, so closing is also how a test simulates a crash.
  */
 public final class VersionedStore implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(VersionedStore.class);
@@ -120,7 +120,25 @@ public final class VersionedStore implements AutoCloseable {
   /** SSTs of the local instance known to be in a published manifest: local name to shared name. */
   private Map<String, String> confirmedSsts = Map.of();
 
-  private boolean closed;
+  /** Uploads snapshots: SSTs and manifest, hedged (s2, s3). */
+  private final SnapshotUploader uploader;
+
+  /** Whether a snapshot of this store is uploading (in the background or in maintenance). */
+  private boolean snapshotUploading;
+
+  /** Background requests that joined the running upload, and the newest version they asked. */
+  private List<CompletableFuture<Long>> snapshotWaiters = new ArrayList<>();
+
+  private long snapshotRequested = -1;
+
+  /** Signalled when an upload ends. */
+  private final Condition snapshotEnded = lock.newCondition();
+
+  /** Scratch directories of local checkpoints start with this (in {@link #localDir}). */
+  private static final String CHECKPOINT_DIR_PREFIX = "checkpoint-";
+
+  /** Written under the lock; read without it by uploads, which stop once it is set. */
+  private volatile boolean closed;
 
   private VersionedStore(
       String name,
@@ -143,6 +161,7 @@ public final class VersionedStore implements AutoCloseable {
     this.options = options;
     this.budget = budget;
     this.hedger = hedger;
+    this.uploader = new SnapshotUploader(name, storage, layout, options, hedger, metrics);
     this.uploads =
         options.isAsync()
             ? new AsyncUploads(name, options.asyncMaxLagVersions(), this::publishAsync)
@@ -513,24 +532,6 @@ public final class VersionedStore implements AutoCloseable {
     return uploads == null ? 0 : uploads.pending();
   }
 
-  /**
-   * Deletes a file that does not verify if it is older than the grace period (the leftover of a
-   * crashed writer). Returns whether it was deleted.
-   */
-  private boolean removeIfAbandoned(String file) {
-    long now = System.currentTimeMillis();
-    for (FileInfo info : storage.list(file)) {
-      if (info.name().equals(file)
-          && now - info.lastModifiedMillis() >= options.tornFileGraceMillis()) {
-        LOG.warn("Store {}: removing unverifiable file {} left by a crashed writer", name, file);
-        storage.delete(file);
-        metrics.filesDeleted.incrementAndGet();
-        return true;
-      }
-    }
-    return false;
-  }
-
   // ---------------------------------------------------------------------------------------------
   // Load and recovery (docs/protocol.md, "Load and recovery")
 
@@ -609,6 +610,7 @@ public final class VersionedStore implements AutoCloseable {
       return newest;
     }
 
+    /** Snapshot manifests by version; of one commit, the primary name before the hedge copy. */
     NavigableMap<Long, List<StoreLayout.SnapshotName>> snapshots() {
       if (snapshots == null) {
         snapshots = new TreeMap<>();
@@ -618,6 +620,9 @@ public final class VersionedStore implements AutoCloseable {
             snapshots.computeIfAbsent(n.version(), v -> new ArrayList<>()).add(n);
           }
         }
+        snapshots
+            .values()
+            .forEach(l -> l.sort(Comparator.comparing(StoreLayout.SnapshotName::hedge)));
       }
       return snapshots;
     }
@@ -1079,7 +1084,8 @@ public final class VersionedStore implements AutoCloseable {
 
   /**
    * Writes a snapshot of the local instance if it is at least {@code snapshotInterval} versions
-   * past the last one.
+   * past the last one. Skipped while a snapshot of this store is uploading in the background (it is
+   * the snapshot this one would have been, or newer).
    *
    * @return the version snapshotted, or -1
    */
@@ -1092,7 +1098,11 @@ public final class VersionedStore implements AutoCloseable {
     }
   }
 
-  /** Writes a snapshot of the local instance now, whatever the interval. Returns its version. */
+  /**
+   * Writes a snapshot of the local instance now, whatever the interval, in the calling thread;
+   * first waits for a background upload of this store to end. Returns its version, or -1 if the
+   * local version has a snapshot already.
+   */
   public long snapshotNow() {
     maintenanceLock.lock();
     try {
@@ -1102,150 +1112,245 @@ public final class VersionedStore implements AutoCloseable {
     }
   }
 
+  /**
+   * Snapshots {@code version}, just committed, without waiting for storage (a snapshot Spark's
+   * coordinator asked for at commit): takes the local checkpoint now, in the calling thread, so
+   * that it holds exactly that version, and uploads it on the process's pool of background snapshot
+   * uploads (docs/protocol.md, "Forced snapshot").
+   *
+   * <p>One upload per store at a time: while one is running (in the background or in maintenance)
+   * the request joins it, and once it ends, a snapshot of the then newest local version follows
+   * unless the one that ended covers {@code version}. So later requests coalesce, and a background
+   * snapshot and maintenance never upload the same version.
+   *
+   * <p>Never throws for a failed snapshot: a failure is logged at WARN, counted in {@code
+   * snapshotFailures}, and completes the future exceptionally; the committed version stays durable
+   * in its changelog.
+   *
+   * @return completes with the version of the snapshot published (or an existing one at or above
+   *     {@code version}) once its manifest is durable, or with -1 if there is nothing to snapshot
+   *     (the local instance no longer holds {@code version}) or the store closed first
+   */
+  public CompletableFuture<Long> snapshotInBackground(long version) {
+    CompletableFuture<Long> done = new CompletableFuture<>();
+    LocalCheckpoint checkpoint;
+    lock.lock();
+    try {
+      if (closed) {
+        done.complete(-1L);
+        return done;
+      }
+      if (version <= lastSnapshotVersion) {
+        done.complete(lastSnapshotVersion);
+        return done;
+      }
+      if (snapshotUploading) {
+        // Coalesced: served when the running upload ends (uploadEnded).
+        snapshotWaiters.add(done);
+        snapshotRequested = Math.max(snapshotRequested, version);
+        return done;
+      }
+      if (db == null || localVersion != version) {
+        done.complete(-1L);
+        return done;
+      }
+      checkpoint = checkpointLocal();
+      snapshotUploading = true;
+    } catch (RuntimeException e) {
+      snapshotFailed(version, e);
+      done.completeExceptionally(e);
+      return done;
+    } finally {
+      lock.unlock();
+    }
+    uploadInBackground(checkpoint, List.of(done));
+    return done;
+  }
+
   private long snapshot(boolean force) {
-    long version;
-    long commitId;
-    int gen;
-    Map<String, String> confirmed;
-    Path checkpoint;
+    LocalCheckpoint checkpoint;
     // s1: a local checkpoint, under the lock so that it holds exactly one committed version.
     lock.lock();
     try {
+      if (force) {
+        while (snapshotUploading && !closed) {
+          snapshotEnded.awaitUninterruptibly();
+        }
+      } else if (snapshotUploading) {
+        return -1;
+      }
       if (closed || db == null || localVersion <= 0 || localVersion <= lastSnapshotVersion) {
         return -1;
       }
       if (!force && localVersion - Math.max(lastSnapshotVersion, 0) < options.snapshotInterval()) {
         return -1;
       }
-      version = localVersion;
-      commitId = localId;
-      gen = generation;
-      confirmed = confirmedSsts;
-      checkpoint = localDir.resolve("checkpoint-" + version + "-" + System.nanoTime());
-      db.checkpoint(checkpoint);
+      checkpoint = checkpointLocal();
+      snapshotUploading = true;
     } finally {
       lock.unlock();
     }
     try {
-      // s2: upload the SSTs no confirmed snapshot holds; s3: publish the manifest.
-      Map<String, String> shared = new HashMap<>();
-      SnapshotManifest manifest =
-          uploadCheckpoint(version, commitId, checkpoint, confirmed, shared);
-      String file = layout.snapshot(version, commitId);
-      try {
-        byte[] payload = manifest.encode();
-        storage.create(file, FramedFile.writer(FileKind.SNAPSHOT_MANIFEST, payload));
-        metrics.filesWritten.incrementAndGet();
-        metrics.bytesWritten.addAndGet(payload.length + 24L);
-        metrics.snapshotsWritten.incrementAndGet();
-      } catch (FileAlreadyExistsException e) {
-        // Another instance snapshotted this commit of this version: the same state.
-        LOG.info("Store {}: snapshot {} already exists", name, version);
-        shared.clear();
+      return uploadAndConfirm(checkpoint);
+    } catch (RuntimeException e) {
+      metrics.snapshotFailures.incrementAndGet();
+      throw e;
+    } finally {
+      uploadEnded();
+    }
+  }
+
+  /** s1: checkpoints the local instance into a scratch directory; holds the lock. */
+  private LocalCheckpoint checkpointLocal() {
+    Path dir = localDir.resolve(CHECKPOINT_DIR_PREFIX + localVersion + "-" + System.nanoTime());
+    try {
+      db.checkpoint(dir);
+    } catch (RuntimeException e) {
+      deleteRecursively(dir);
+      throw e;
+    }
+    return new LocalCheckpoint(
+        localVersion, localId, generation, confirmedSsts, dir, this::checkpointDeleted);
+  }
+
+  /**
+   * s2 and s3 (SnapshotUploader), then s4: the published SSTs become the confirmed set that later
+   * snapshots reuse. Ends this upload's use of the checkpoint. Returns the version published, or -1
+   * if the store closed first (no manifest published).
+   */
+  private long uploadAndConfirm(LocalCheckpoint checkpoint) {
+    try {
+      SnapshotUploader.Published published = uploader.upload(checkpoint, () -> closed);
+      if (published == null) {
+        LOG.info(
+            "Store {}: closed while uploading snapshot {}; it was not published",
+            name,
+            checkpoint.version);
+        return -1;
       }
-      // s4: our SSTs are now confirmed: later snapshots may reuse them.
       lock.lock();
       try {
-        lastSnapshotVersion = Math.max(lastSnapshotVersion, version);
-        snapshotsSeen.add(version);
-        if (generation == gen && !shared.isEmpty()) {
-          confirmedSsts = shared;
+        lastSnapshotVersion = Math.max(lastSnapshotVersion, checkpoint.version);
+        snapshotsSeen.add(checkpoint.version);
+        if (generation == checkpoint.generation && !published.shared().isEmpty()) {
+          confirmedSsts = published.shared();
         }
       } finally {
         lock.unlock();
       }
-      return version;
+      return checkpoint.version;
     } finally {
-      deleteRecursively(checkpoint);
+      checkpoint.release();
     }
   }
 
-  private SnapshotManifest uploadCheckpoint(
-      long version,
-      long commitId,
-      Path checkpoint,
-      Map<String, String> confirmed,
-      Map<String, String> shared) {
-    List<SnapshotManifest.Entry> entries = new ArrayList<>();
-    List<Path> files;
-    try (Stream<Path> s = Files.list(checkpoint)) {
-      files = s.sorted().toList();
-    } catch (IOException e) {
-      throw new StreamStateException("Cannot list checkpoint " + checkpoint + ": " + e, e);
-    }
+  /** Uploads {@code checkpoint} on the background pool, then completes {@code waiters}. */
+  private void uploadInBackground(
+      LocalCheckpoint checkpoint, List<CompletableFuture<Long>> waiters) {
     try {
-      Set<Path> inline = sstsToInline(files, confirmed);
-      for (Path f : files) {
-        String localName = f.getFileName().toString();
-        long length = Files.size(f);
-        if (localName.endsWith(".sst") && !inline.contains(f)) {
-          String sharedName = confirmed.get(localName);
-          if (sharedName != null && sharedName.endsWith("-" + length + ".sst")) {
-            metrics.sstFilesReused.incrementAndGet();
-          } else {
-            sharedName = layout.sst(sha256(f), length);
-            uploadSst(sharedName, f);
-          }
-          shared.put(localName, sharedName);
-          entries.add(SnapshotManifest.Entry.shared(localName, length, sharedName));
-        } else {
-          entries.add(SnapshotManifest.Entry.inline(localName, Files.readAllBytes(f)));
-        }
-      }
-    } catch (IOException e) {
-      throw new StreamStateException("Cannot read checkpoint " + checkpoint + ": " + e, e);
+      SnapshotUploader.background().execute(() -> runInBackground(checkpoint, waiters));
+    } catch (RejectedExecutionException e) {
+      checkpoint.release();
+      snapshotFailed(checkpoint.version, e);
+      uploadEnded();
+      waiters.forEach(w -> w.completeExceptionally(e));
     }
-    return new SnapshotManifest(version, commitId, entries);
+  }
+
+  private void runInBackground(LocalCheckpoint checkpoint, List<CompletableFuture<Long>> waiters) {
+    long version = -1;
+    Throwable failure = null;
+    try {
+      version = uploadAndConfirm(checkpoint);
+    } catch (RuntimeException | Error e) {
+      failure = e;
+      snapshotFailed(checkpoint.version, e);
+    } finally {
+      uploadEnded();
+    }
+    for (CompletableFuture<Long> w : waiters) {
+      if (failure == null) {
+        w.complete(version);
+      } else {
+        w.completeExceptionally(failure);
+      }
+    }
+    if (failure instanceof Error error) {
+      throw error;
+    }
+  }
+
+  private void snapshotFailed(long version, Throwable e) {
+    metrics.snapshotFailures.incrementAndGet();
+    LOG.warn(
+        "Store {}: background snapshot of version {} failed; the version stays durable in its"
+            + " changelogs and a later snapshot tries again: {}",
+        name,
+        version,
+        e.toString(),
+        e);
   }
 
   /**
-   * The new SSTs (in no confirmed snapshot) that go inline in the manifest: each of at most {@code
-   * inlineSstMaxBytes}, newest first (RocksDB numbers its files in order), while the manifest
-   * carries at most twice that. A small store then snapshots as one file, since a create costs more
-   * than a few MB of bytes on HDFS and S3; older SSTs, the likelier to live on, are shared once and
-   * reused by later snapshots, so what one snapshot copies inline stays bounded.
+   * Ends the running upload. Requests that joined it are served: by a snapshot at or above the
+   * newest version they asked for if one exists now, else by a background upload of the newest
+   * local version.
    */
-  private Set<Path> sstsToInline(List<Path> files, Map<String, String> confirmed)
-      throws IOException {
-    long max = options.inlineSstMaxBytes();
-    Set<Path> inline = new HashSet<>();
-    long total = 0;
-    for (int i = files.size() - 1; i >= 0 && max > 0; i--) {
-      Path f = files.get(i);
-      String localName = f.getFileName().toString();
-      if (!localName.endsWith(".sst") || confirmed.containsKey(localName)) {
-        continue;
-      }
-      long length = Files.size(f);
-      if (length <= max && total + length <= 2 * max) {
-        inline.add(f);
-        total += length;
-      }
-    }
-    return inline;
-  }
-
-  private void uploadSst(String sharedName, Path file) throws IOException {
-    for (int attempt = 0; ; attempt++) {
-      try {
-        storage.create(sharedName, FramedFile.writer(FileKind.SST, file));
-        metrics.sstFilesUploaded.incrementAndGet();
-        metrics.filesWritten.incrementAndGet();
-        metrics.bytesWritten.addAndGet(Files.size(file) + 24L);
+  private void uploadEnded() {
+    List<CompletableFuture<Long>> waiters;
+    LocalCheckpoint next = null;
+    long answer = -1;
+    RuntimeException failure = null;
+    lock.lock();
+    try {
+      snapshotUploading = false;
+      snapshotEnded.signalAll();
+      if (snapshotWaiters.isEmpty()) {
         return;
-      } catch (FileAlreadyExistsException e) {
-        // Same name, same content, unless it is a torn upload of a crashed writer: verify it.
+      }
+      waiters = snapshotWaiters;
+      snapshotWaiters = new ArrayList<>();
+      long requested = snapshotRequested;
+      snapshotRequested = -1;
+      if (closed) {
+        answer = -1;
+      } else if (lastSnapshotVersion >= requested) {
+        answer = lastSnapshotVersion;
+      } else if (db == null || localVersion < requested) {
+        answer = -1; // the local instance was discarded: nothing of that version to snapshot
+      } else {
         try {
-          FramedFile.verify(storage, sharedName, FileKind.SST);
-          metrics.sstFilesReused.incrementAndGet();
-          return;
-        } catch (CorruptFileException torn) {
-          if (attempt == 0 && removeIfAbandoned(sharedName)) {
-            continue;
-          }
-          throw torn;
+          next = checkpointLocal();
+          snapshotUploading = true;
+        } catch (RuntimeException e) {
+          snapshotFailed(localVersion, e);
+          failure = e;
         }
       }
+    } finally {
+      lock.unlock();
+    }
+    // Outside the lock: completing runs the callers' callbacks.
+    if (failure != null) {
+      for (CompletableFuture<Long> w : waiters) {
+        w.completeExceptionally(failure);
+      }
+    } else if (next != null) {
+      uploadInBackground(next, waiters);
+    } else {
+      for (CompletableFuture<Long> w : waiters) {
+        w.complete(answer);
+      }
+    }
+  }
+
+  /**
+   * After a checkpoint directory went with its last user: once the store is closed, its local
+   * directory goes with the last checkpoint (close leaves checkpoints in use to their users).
+   */
+  private void checkpointDeleted() {
+    if (closed) {
+      deleteIfEmpty(localDir);
     }
   }
 
@@ -1355,12 +1460,16 @@ public final class VersionedStore implements AutoCloseable {
       }
     }
     // r5: SSTs no retained snapshot references, once older than the grace period (a snapshot in
-    // flight elsewhere may have just uploaded them).
+    // flight elsewhere may have just uploaded them). Not while a snapshot of this store uploads in
+    // the background: what it uploaded is referenced only once its manifest is published, and a
+    // stalled upload may outlast the grace period. The next run deletes them.
     long now = System.currentTimeMillis();
-    for (FileInfo f : storage.list(layout.sstDir())) {
-      if (!referenced.contains(f.name())
-          && now - f.lastModifiedMillis() >= options.tornFileGraceMillis()) {
-        toDelete.add(f.name());
+    if (!isSnapshotUploading()) {
+      for (FileInfo f : storage.list(layout.sstDir())) {
+        if (!referenced.contains(f.name())
+            && now - f.lastModifiedMillis() >= options.tornFileGraceMillis()) {
+          toDelete.add(f.name());
+        }
       }
     }
     Storages.deleteAll(storage, toDelete);
@@ -1374,16 +1483,40 @@ public final class VersionedStore implements AutoCloseable {
     return toDelete.size();
   }
 
+  private boolean isSnapshotUploading() {
+    lock.lock();
+    try {
+      return snapshotUploading;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
 
+  /**
+   * Frees the local instance and deletes the local directory; starts no durable write. A snapshot
+   * uploading in the background is not waited for: it starts no further file and publishes no
+   * manifest, so what it uploaded stays unreferenced (retention's once older than {@code
+   * tornFileGraceMillis}). A create already running cannot be called back and ends on its own (a
+   * manifest create that completes is a complete snapshot; an incomplete file never verifies); the
+   * checkpoint directory it reads from, and then the local directory, are deleted when it ends.
+   * Background snapshot requests still waiting complete with -1. Async durability waits up to 30 s
+   * for pending changelog uploads.
+   */
   @Override
   public void close() {
+    List<CompletableFuture<Long>> waiters;
     lock.lock();
     try {
       if (closed) {
         return;
       }
       closed = true;
+      waiters = snapshotWaiters;
+      snapshotWaiters = new ArrayList<>();
+      snapshotRequested = -1;
+      snapshotEnded.signalAll();
       if (openTransaction != null) {
         openTransaction = null;
       }
@@ -1400,9 +1533,40 @@ public final class VersionedStore implements AutoCloseable {
         }
       }
       discardLocal();
-      deleteRecursively(localDir);
+      deleteLocalDirExceptCheckpoints();
     } finally {
       lock.unlock();
+    }
+    waiters.forEach(w -> w.complete(-1L));
+  }
+
+  /**
+   * Deletes the local directory, except the checkpoints still in use (an upload, or a create still
+   * reading one): the last user of each deletes it, and the local directory with it.
+   */
+  private void deleteLocalDirExceptCheckpoints() {
+    if (!Files.isDirectory(localDir)) {
+      return;
+    }
+    try (Stream<Path> entries = Files.list(localDir)) {
+      for (Path p : entries.toList()) {
+        if (!p.getFileName().toString().startsWith(CHECKPOINT_DIR_PREFIX)) {
+          deleteRecursively(p);
+        }
+      }
+    } catch (IOException | UncheckedIOException e) {
+      LOG.warn("Cannot list local directory {}: {}", localDir, e.toString());
+    }
+    deleteIfEmpty(localDir);
+  }
+
+  private static void deleteIfEmpty(Path dir) {
+    try {
+      Files.deleteIfExists(dir);
+    } catch (java.nio.file.DirectoryNotEmptyException inUse) {
+      // a checkpoint still in use: its last user deletes it
+    } catch (IOException e) {
+      LOG.warn("Cannot delete local directory {}: {}", dir, e.toString());
     }
   }
 
@@ -1410,23 +1574,6 @@ public final class VersionedStore implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("Store " + name + " is closed");
     }
-  }
-
-  private static String sha256(Path file) throws IOException {
-    MessageDigest digest;
-    try {
-      digest = MessageDigest.getInstance("SHA-256");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
-    byte[] buffer = new byte[64 * 1024];
-    try (InputStream in = Files.newInputStream(file)) {
-      int n;
-      while ((n = in.read(buffer)) > 0) {
-        digest.update(buffer, 0, n);
-      }
-    }
-    return HexFormat.of().formatHex(digest.digest());
   }
 
   static void deleteRecursively(Path dir) {

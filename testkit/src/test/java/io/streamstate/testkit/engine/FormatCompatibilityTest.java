@@ -5,16 +5,25 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.format.Changelog;
+import io.streamstate.core.format.FileKind;
+import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.format.SnapshotManifest;
+import io.streamstate.core.hedge.HedgePolicy;
+import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.testkit.InMemoryStorage;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,8 +38,12 @@ class FormatCompatibilityTest {
   @TempDir Path tmp;
 
   private Path copyOfFixture() throws IOException, URISyntaxException {
-    Path source = Path.of(getClass().getResource("/format-v1").toURI());
-    Path target = tmp.resolve("durable");
+    return copyOfFixture("format-v1");
+  }
+
+  private Path copyOfFixture(String name) throws IOException, URISyntaxException {
+    Path source = Path.of(getClass().getResource("/" + name).toURI());
+    Path target = tmp.resolve("durable-" + name);
     try (Stream<Path> files = Files.walk(source)) {
       for (Path f : files.toList()) {
         Path to = target.resolve(source.relativize(f).toString());
@@ -133,6 +146,85 @@ class FormatCompatibilityTest {
     }
     // Versions 1 and 3 (deflate) took far fewer bytes than 2 and 4 (none) for the same changes.
     assertThat(bytesPerCodec[1]).isLessThan(bytesPerCodec[0] / 3);
+  }
+
+  /**
+   * {@code snapshot-v1/} holds store {@code 0/0/} as the release before hedged snapshot uploads
+   * left it (no hedge names): a snapshot of version 3 (a manifest and one shared SST, under its
+   * content-addressed name) and the changelogs of versions 4 and 5, those of 1 to 3 deleted as
+   * retention would. Version 5 loads from that snapshot; a new hedged snapshot stands on its SST.
+   */
+  @Test
+  void snapshotsWrittenBeforeHedgedUploadsLoadAndLaterHedgedSnapshotsReuseTheirSsts()
+      throws Exception {
+    Path root = copyOfFixture("snapshot-v1");
+    List<String> names;
+    try (Stream<Path> walk = Files.walk(root)) {
+      names =
+          walk.filter(Files::isRegularFile)
+              .map(f -> root.relativize(f).toString().replace('\\', '/'))
+              .sorted()
+              .toList();
+    }
+    assertThat(names).hasSize(4).noneMatch(n -> n.contains("-h."));
+    assertThat(names).filteredOn(n -> n.startsWith("0/0/sst/")).singleElement();
+    String oldSst = names.stream().filter(n -> n.startsWith("0/0/sst/")).findFirst().get();
+    StoreOptions options = StoreOptions.defaults().withInlineSstMaxBytes(0);
+    ExecutorService pool = Executors.newCachedThreadPool();
+    HedgedWriter hedger =
+        new HedgedWriter(
+            HedgePolicy.builder()
+                .floor(Duration.ZERO)
+                .initialDeadline(Duration.ZERO)
+                .budgetFraction(1)
+                .budgetBurst(1000)
+                .build(),
+            pool);
+    try (VersionedStore store =
+        VersionedStore.open(
+            "s",
+            new LocalStorage(root),
+            "0/0/",
+            tmp.resolve("s1"),
+            options,
+            EngineFixture.BUDGET,
+            hedger)) {
+      try (StateTransaction tx = store.begin(5)) {
+        assertState(tx, 5);
+      }
+      assertThat(store.metrics().snapshot().changelogsReplayed())
+          .as("4 and 5 on snapshot 3")
+          .isEqualTo(2);
+      try (StateTransaction tx = store.begin(5)) {
+        writeVersion(tx, 6);
+        tx.commit();
+      }
+      assertThat(store.snapshotNow()).isEqualTo(6);
+    } finally {
+      pool.shutdown();
+    }
+    LocalStorage storage = new LocalStorage(root);
+    List<String> manifests =
+        storage.list("0/0/snapshot/").stream()
+            .map(f -> f.name())
+            .filter(n -> StoreLayout.parseSnapshot(n).version() == 6)
+            .toList();
+    assertThat(manifests).isNotEmpty();
+    for (String m : manifests) {
+      SnapshotManifest manifest =
+          SnapshotManifest.decode(
+              FramedFile.readPayload(storage, m, FileKind.SNAPSHOT_MANIFEST), m);
+      assertThat(manifest.sharedNames()).as("snapshot 6 reuses the old SST").contains(oldSst);
+    }
+    // Only snapshots remain to load version 6 from (changelogs of 4 to 6 deleted).
+    storage.list("0/0/changelog/").forEach(f -> storage.delete(f.name()));
+    try (VersionedStore fresh =
+            VersionedStore.open(
+                "f", storage, "0/0/", tmp.resolve("s2"), options, EngineFixture.BUDGET);
+        StateTransaction tx = fresh.begin(6)) {
+      assertState(tx, 6);
+      assertThat(fresh.metrics().snapshot().changelogsReplayed()).isZero();
+    }
   }
 
   private static long totalBytes(InMemoryStorage storage) {
