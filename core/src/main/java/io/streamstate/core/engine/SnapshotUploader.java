@@ -40,8 +40,9 @@ import org.slf4j.LoggerFactory;
  * holds (s2), then the manifest (s3) (docs/protocol.md, "Snapshot"). Only bytes and names: which
  * snapshot to take, when, and what its publication changes are {@link VersionedStore}'s.
  *
- * <p>Every create goes through the store's {@link HedgedWriter} when it hedges, as changelogs do
- * (docs/protocol.md, "Hedged snapshot uploads"):
+ * <p>Every create goes through the {@link HedgedWriter} it is given when that hedges (the store's
+ * writer's {@link HedgedWriter#companion companion}: the commits' settings, but latencies and
+ * budget of its own), as changelogs do (docs/protocol.md, "Hedged snapshot uploads"):
  *
  * <ul>
  *   <li>An SST's primary name is content-addressed and shared: a taken name is verified and

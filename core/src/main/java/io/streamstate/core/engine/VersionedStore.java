@@ -161,7 +161,10 @@ public final class VersionedStore implements AutoCloseable {
     this.options = options;
     this.budget = budget;
     this.hedger = hedger;
-    this.uploader = new SnapshotUploader(name, storage, layout, options, hedger, metrics);
+    // Snapshot files are larger and rarer than commits: their own latencies and budget.
+    this.uploader =
+        new SnapshotUploader(
+            name, storage, layout, options, hedger == null ? null : hedger.companion(), metrics);
     this.uploads =
         options.isAsync()
             ? new AsyncUploads(name, options.asyncMaxLagVersions(), this::publishAsync)

@@ -171,6 +171,27 @@ public final class HedgePolicy {
     this.tokens = b.budgetBurst;
   }
 
+  /**
+   * A new policy with this one's settings and nothing learnt: no latencies, a full budget, zero
+   * counters. For writes of another kind, whose latencies must not move this policy's deadline.
+   */
+  public HedgePolicy withSameSettings() {
+    Builder b =
+        builder()
+            .floor(Duration.ofNanos(floorNanos))
+            .initialDeadline(Duration.ofNanos(initialDeadlineNanos))
+            .multiplier(multiplier)
+            .percentile(percentile)
+            .window(samples.length)
+            .minSamples(minSamples)
+            .budgetFraction(budgetFraction)
+            .budgetBurst(budgetBurst);
+    if (!enabled) {
+      b.disable();
+    }
+    return b.build();
+  }
+
   /** Starts configuring a policy; unset settings take their defaults. */
   public static Builder builder() {
     return new Builder();

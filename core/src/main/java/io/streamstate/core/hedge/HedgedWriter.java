@@ -74,6 +74,28 @@ public final class HedgedWriter {
     this.executor = Objects.requireNonNull(executor, "executor");
   }
 
+  /**
+   * A writer with this one's settings and executor but a policy of its own ({@link
+   * HedgePolicy#withSameSettings}), made on first use and then always the same: for another kind of
+   * write (snapshot uploads beside commits), whose latencies grow with file size and must neither
+   * stretch this writer's deadline nor spend its budget.
+   */
+  public HedgedWriter companion() {
+    HedgedWriter c = companion;
+    if (c == null) {
+      synchronized (this) {
+        c = companion;
+        if (c == null) {
+          c = new HedgedWriter(policy.withSameSettings(), executor);
+          companion = c;
+        }
+      }
+    }
+    return c;
+  }
+
+  private volatile HedgedWriter companion;
+
   /** The policy that decides deadlines and budget, and holds the metrics. */
   public HedgePolicy policy() {
     return policy;

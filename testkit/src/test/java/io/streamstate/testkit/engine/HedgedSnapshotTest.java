@@ -121,9 +121,12 @@ class HedgedSnapshotTest {
           .atMost(WAIT)
           .until(
               () ->
-                  hedger.policy().metrics().snapshot().losersLeft() == 2
+                  hedger.companion().policy().metrics().snapshot().losersLeft() == 2
                       && checkpointDirs(local).isEmpty());
-      HedgeMetrics.Snapshot hedges = hedger.policy().metrics().snapshot();
+      HedgeMetrics.Snapshot hedges = hedger.companion().policy().metrics().snapshot();
+      assertThat(hedger.policy().metrics().snapshot().writes())
+          .as("snapshot files never reach the commits' hedger (its deadline and budget)")
+          .isZero();
       assertThat(hedges.hedgesWon()).isEqualTo(hedges.hedgesFired());
       assertThat(hedges.losersCleaned()).isZero();
       assertThat(names(durable, "snapshot/")).hasSize(2);
