@@ -30,9 +30,9 @@ import org.apache.hadoop.util.Progressable;
  */
 public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
     implements SupportsDataNodePipelines {
-  static final List<String> NODES =
+  public static final List<String> NODES =
       List.of("dn1:9866", "dn2:9866", "dn3:9866", "dn4:9866", "dn5:9866", "dn6:9866");
-  static final short REPLICATION = 3;
+  public static final short REPLICATION = 3;
 
   private final Random random = new Random(42);
   private final Set<String> slow = ConcurrentHashMap.newKeySet();
@@ -50,32 +50,32 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
   private volatile List<String> next;
 
   /** The next create without favoured nodes gets {@code pipeline} (the NameNode's choice). */
-  void nextPipeline(String... pipeline) {
+  public void nextPipeline(String... pipeline) {
     next = List.of(pipeline);
   }
 
   /** Where the file at {@code path} was placed. */
-  List<String> placed(Path path) {
+  public List<String> placed(Path path) {
     return placed.get(makeQualified(path).toUri().getPath());
   }
 
   /** The favoured nodes its create asked for, or null if none. */
-  List<String> favoredAsked(Path path) {
+  public List<String> favoredAsked(Path path) {
     return favoredAsked.get(makeQualified(path).toUri().getPath());
   }
 
   /** Makes {@code node} slow: every sync and close through it waits until {@link #release}. */
-  void slow(String node) {
+  public void slow(String node) {
     slow.add(node);
   }
 
   /** Makes {@code node} slow for the last packet only: closes through it wait, syncs do not. */
-  void slowCloses(String node) {
+  public void slowCloses(String node) {
     slowCloses.add(node);
   }
 
   /** Ends every slowness; held writes go on. */
-  void release() {
+  public void release() {
     synchronized (slowLock) {
       slow.clear();
       slowCloses.clear();
@@ -84,7 +84,7 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
   }
 
   /** Syncs and closes waiting on a slow DataNode now. */
-  int held() {
+  public int held() {
     synchronized (slowLock) {
       return held;
     }
