@@ -111,7 +111,12 @@ public final class DataNodePlacement {
       List<String> favored = slow.favoredNodes(fs.getDefaultReplication(path));
       if (!favored.isEmpty()) {
         LOG.debug("Creating {} on {}, away from suspect DataNodes {}", path, favored, slow);
-        return pipelines.create(path, overwrite, favored);
+        try {
+          return pipelines.create(path, overwrite, favored);
+        } catch (IllegalArgumentException | UnsupportedOperationException e) {
+          // A hint the file system refuses (a name it no longer knows): place it as usual.
+          LOG.warn("Cannot create {} on favoured DataNodes {}: {}", path, favored, e.toString());
+        }
       }
     }
     return fs.create(path, overwrite);
