@@ -50,7 +50,7 @@ import org.junit.jupiter.api.io.TempDir;
 class SlowDataNodeIT {
   private static final int DATANODES = 6;
   private static final long WINDOW = 60_000;
-  private static final Duration DEADLINE = Duration.ofSeconds(3);
+  private static final Duration DEADLINE = Duration.ofSeconds(5);
 
   @TempDir static java.nio.file.Path base;
   private static MiniDfsFixture dfs;
