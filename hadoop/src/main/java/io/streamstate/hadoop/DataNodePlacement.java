@@ -233,9 +233,12 @@ public final class DataNodePlacement {
       }
     }
 
-    /** Whether the pipeline the writer saw last holds a suspect DataNode. */
+    /**
+     * Whether the pipeline the writer saw last holds a suspect DataNode and a new file could be
+     * placed away from the suspects ({@link SlowDataNodes#isAvoidable}).
+     */
     public boolean isSuspectedSlow() {
-      return pipelines != null && slow.anySuspect(pipeline);
+      return pipelines != null && slow.isAvoidable(pipeline);
     }
 
     /** The pipeline the writer saw last (empty: none yet, or not tracked). */

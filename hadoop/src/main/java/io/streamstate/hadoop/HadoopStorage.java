@@ -367,7 +367,8 @@ public final class HadoopStorage
    * {@inheritDoc}
    *
    * <p>Where pipelines are tracked: whether the pipeline the open appendable file {@code name} last
-   * synced through holds a suspect DataNode.
+   * synced through holds a suspect DataNode, and enough DataNodes are known to work to place a new
+   * file away from every suspect (not on a cluster of one DataNode, say).
    */
   @Override
   public boolean isSuspectedSlow(String name) {

@@ -189,6 +189,32 @@ public final class SlowDataNodes {
   }
 
   /**
+   * Whether a file writing through {@code pipeline} should move to a new one: the pipeline holds a
+   * suspect, and as many known DataNodes as it has are not suspect, so that a new file can be
+   * placed away from every suspect (d3). On a cluster too small for that (one DataNode, say), a new
+   * file would meet the suspects again: staying costs less than moving.
+   */
+  public boolean isAvoidable(Collection<String> pipeline) {
+    if (!anySuspects || pipeline.isEmpty()) {
+      return false;
+    }
+    long now = clock.getAsLong();
+    synchronized (this) {
+      expire(now);
+      if (pipeline.stream().noneMatch(suspects::containsKey)) {
+        return false;
+      }
+      int healthy = 0;
+      for (Map.Entry<String, Long> known : lastWorked.entrySet()) {
+        if (now - known.getValue() <= KNOWN_MILLIS && !suspects.containsKey(known.getKey())) {
+          healthy++;
+        }
+      }
+      return healthy >= pipeline.size();
+    }
+  }
+
+  /**
    * d3: the DataNodes to favour for a new file of {@code replication} replicas, or an empty list
    * when nothing is suspect or nothing better than the file system's own choice is known.
    */

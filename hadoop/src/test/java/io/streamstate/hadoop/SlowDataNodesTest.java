@@ -94,6 +94,21 @@ class SlowDataNodesTest {
   }
 
   @Test
+  void aPipelineIsWorthLeavingOnlyIfANewOneCanAvoidEverySuspect() {
+    slow.recordWorking(ALL);
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    assertThat(slow.isAvoidable(List.of("c:1", "d:1", "e:1"))).isTrue();
+    assertThat(slow.isAvoidable(List.of("d:1", "e:1", "f:1"))).isFalse(); // holds no suspect
+    slow.suspect(List.of("a:1", "d:1", "e:1"));
+    assertThat(slow.isAvoidable(List.of("a:1", "d:1", "e:1"))).as("only f left").isFalse();
+
+    SlowDataNodes single = new SlowDataNodes(WINDOW, now::get); // a cluster of one DataNode
+    single.recordWorking(List.of("a:1"));
+    single.suspect(List.of("a:1"));
+    assertThat(single.isAvoidable(List.of("a:1"))).isFalse();
+  }
+
+  @Test
   void aZeroWindowTurnsTrackingOff() {
     SlowDataNodes off = new SlowDataNodes(0, now::get);
     off.recordWorking(ALL);

@@ -24,9 +24,9 @@ public interface SupportsLateWriteReports {
 
   /**
    * Whether the open {@link AppendableFile} {@code name} writes through something now suspected of
-   * being slow (on HDFS: its pipeline holds a suspect DataNode), so that its writer should move its
-   * later appends to a new file. False for names this storage is not appending to, and where it
-   * cannot tell.
+   * being slow (on HDFS: its pipeline holds a suspect DataNode) that a new file would avoid, so
+   * that its writer should move its later appends to a new file. False for names this storage is
+   * not appending to, where it cannot tell, and where a new file could not be placed elsewhere.
    */
   boolean isSuspectedSlow(String name);
 }
