@@ -119,6 +119,11 @@ public final class CreateIfAbsent {
     }
   }
 
+  /** Whether {@code fs} is HDFS's {@code DistributedFileSystem} (or a subclass). */
+  static boolean isHdfs(FileSystem fs) {
+    return isInstanceOf(fs.getClass(), HDFS_FILE_SYSTEM);
+  }
+
   /** The raw local file system behind {@code fs}, or null if it is not a local one. */
   public static RawLocalFileSystem rawLocal(FileSystem fs) {
     if (fs instanceof RawLocalFileSystem raw) {

@@ -12,6 +12,7 @@ import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
+import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.io.FileNotFoundException;
 import java.io.FilterOutputStream;
 import java.io.IOException;
@@ -103,10 +104,21 @@ import org.slf4j.LoggerFactory;
  * of a file still being written. On local file systems, through {@link LocalStorage}. Object stores
  * (conditional create) and single-writer mode cannot append ({@link #appendSupported()} false).
  *
+ * <h2>Slow DataNodes ({@link SupportsLateWriteReports})</h2>
+ *
+ * <p>On file systems with DataNode pipelines (HDFS, and any implementing {@link
+ * SupportsDataNodePipelines}), every create, appendable or not, goes through {@link
+ * DataNodePlacement}: while its cluster's {@link SlowDataNodes} suspects some DataNodes, the file
+ * is created on favoured ones away from them. A completed {@code hsync} tells it which DataNodes
+ * work; {@link #reportLateWrite} of a create in flight or of an open appendable file makes the
+ * DataNodes of its pipeline suspect; {@link #isSuspectedSlow} says whether an open appendable
+ * file's pipeline holds a suspect. Elsewhere these do nothing.
+ *
  * <p>{@link #close()} does not close the {@code FileSystem}: Hadoop caches and shares instances.
  * Requires Hadoop 3.4.1+ at run time ({@code createBulkDelete}). Thread-safe.
  */
-public final class HadoopStorage implements Storage, SupportsBulkDelete, SupportsAppend {
+public final class HadoopStorage
+    implements Storage, SupportsBulkDelete, SupportsAppend, SupportsLateWriteReports {
   private static final Logger LOG = LoggerFactory.getLogger(HadoopStorage.class);
 
   /**
@@ -134,7 +146,17 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
   /** Whether {@link #createAppendable} works here. */
   private final boolean appendable;
 
-  private HadoopStorage(FileSystem fileSystem, Path root, CreateIfAbsent.Method method) {
+  /** How new files are placed on DataNodes (untracked where there are none). */
+  private final DataNodePlacement placement;
+
+  /**
+   * The creates in flight and the open appendable files, by name, where pipelines are tracked: what
+   * {@link #reportLateWrite} and {@link #isSuspectedSlow} look at.
+   */
+  private final Map<String, DataNodePlacement.TrackedWrite> writing = new ConcurrentHashMap<>();
+
+  private HadoopStorage(
+      FileSystem fileSystem, Path root, CreateIfAbsent.Method method, SlowDataNodes slow) {
     RawLocalFileSystem local = CreateIfAbsent.rawLocal(fileSystem);
     // On the checksummed LocalFileSystem use its raw file system: our files verify themselves,
     // and .crc side files would show up next to them and could go stale.
@@ -148,6 +170,8 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
             ? new LocalStorage(local.pathToFile(this.root).toPath())
             : null;
     this.appendable = CreateIfAbsent.canAppend(this.fs, this.root, method);
+    this.placement =
+        slow != null ? DataNodePlacement.of(this.fs, slow) : DataNodePlacement.of(this.fs);
   }
 
   /**
@@ -162,7 +186,21 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
     CreateIfAbsent.Method method =
         CreateIfAbsent.detect(fs, root)
             .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
-    return new HadoopStorage(fs, root, method);
+    return new HadoopStorage(fs, root, method, null);
+  }
+
+  /**
+   * As {@link #open(FileSystem, Path)}, with DataNodes tracked by {@code slow} instead of the
+   * cluster's shared tracking (tests).
+   */
+  static HadoopStorage open(FileSystem fs, Path root, SlowDataNodes slow) {
+    Objects.requireNonNull(fs, "fs");
+    Objects.requireNonNull(root, "root");
+    Objects.requireNonNull(slow, "slow");
+    CreateIfAbsent.Method method =
+        CreateIfAbsent.detect(fs, root)
+            .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
+    return new HadoopStorage(fs, root, method, slow);
   }
 
   /**
@@ -183,7 +221,7 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
           fs.getClass().getName(),
           HadoopStorages.SPARK_ALLOW_SINGLE_WRITER);
     }
-    return new HadoopStorage(fs, root, method.orElse(CreateIfAbsent.Method.SINGLE_WRITER));
+    return new HadoopStorage(fs, root, method.orElse(CreateIfAbsent.Method.SINGLE_WRITER), null);
   }
 
   /**
@@ -245,27 +283,38 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
     // t0: claim the name (HDFS, single writer) or open a stream that publishes at close (object
     // stores). Nothing is written yet: failures here are retryable.
     FSDataOutputStream out = openNew(name, path);
-    OutputStream publishing = new CloseShieldStream(out);
-    // t1: write and make it durable before close, so that a close that succeeds publishes
-    // complete, synced content. Any failure withdraws what was written.
-    try {
-      content.writeTo(publishing);
-      out.flush();
-      if (out.hasCapability(StreamCapabilities.HSYNC)) {
-        out.hsync();
-      }
-    } catch (IOException e) {
-      withdraw(name, path, out, e);
-      throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
-    } catch (UncheckedIOException e) {
-      withdraw(name, path, out, e);
-      throw new RetryableException("Cannot write " + where(name) + ": " + e.getCause(), e);
-    } catch (RuntimeException | Error e) {
-      withdraw(name, path, out, e);
-      throw e;
+    DataNodePlacement.TrackedWrite tracked = placement.track(out);
+    boolean tracking = placement.tracksPipelines();
+    if (tracking) {
+      writing.put(name, tracked); // until it returns: a late report finds its pipeline
     }
-    // t2: close publishes (object stores) or completes (HDFS) the file.
-    publish(name, out);
+    try {
+      OutputStream publishing = new CloseShieldStream(out, tracked);
+      // t1: write and make it durable before close, so that a close that succeeds publishes
+      // complete, synced content. Any failure withdraws what was written.
+      try {
+        content.writeTo(publishing);
+        out.flush();
+        if (out.hasCapability(StreamCapabilities.HSYNC)) {
+          tracked.hsync();
+        }
+      } catch (IOException e) {
+        withdraw(name, path, out, e);
+        throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
+      } catch (UncheckedIOException e) {
+        withdraw(name, path, out, e);
+        throw new RetryableException("Cannot write " + where(name) + ": " + e.getCause(), e);
+      } catch (RuntimeException | Error e) {
+        withdraw(name, path, out, e);
+        throw e;
+      }
+      // t2: close publishes (object stores) or completes (HDFS) the file.
+      publish(name, out);
+    } finally {
+      if (tracking) {
+        writing.remove(name, tracked);
+      }
+    }
   }
 
   @Override
@@ -293,7 +342,38 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
       withdraw(name, path, out, e);
       throw e;
     }
-    return new HadoopAppendableFile(name, out);
+    HadoopAppendableFile file = new HadoopAppendableFile(name, out, placement.track(out));
+    if (placement.tracksPipelines()) {
+      writing.put(name, file.tracked);
+    }
+    return file;
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Where pipelines are tracked: the DataNodes of the pipeline of the create in flight or the
+   * open appendable file {@code name} become suspect (its cluster's {@link SlowDataNodes}).
+   */
+  @Override
+  public void reportLateWrite(String name) {
+    DataNodePlacement.TrackedWrite w = writing.get(name);
+    if (w != null) {
+      w.reportLate();
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Where pipelines are tracked: whether the pipeline the open appendable file {@code name} last
+   * synced through holds a suspect DataNode, and enough DataNodes are known to work to place a new
+   * file away from every suspect (not on a cluster of one DataNode, say).
+   */
+  @Override
+  public boolean isSuspectedSlow(String name) {
+    DataNodePlacement.TrackedWrite w = writing.get(name);
+    return w != null && w.isSuspectedSlow();
   }
 
   /**
@@ -353,20 +433,25 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
   private final class HadoopAppendableFile
       extends io.streamstate.core.storage.StreamAppendableFile {
     private final FSDataOutputStream out;
+    final DataNodePlacement.TrackedWrite tracked;
 
-    HadoopAppendableFile(String name, FSDataOutputStream out) {
+    HadoopAppendableFile(
+        String name, FSDataOutputStream out, DataNodePlacement.TrackedWrite tracked) {
       super(name, where(name));
       this.out = out;
+      this.tracked = tracked;
     }
 
     @Override
     protected void writeAndSync(byte[] bytes) throws IOException {
       out.write(bytes);
-      out.hsync();
+      tracked.wrote(bytes.length);
+      tracked.hsync();
     }
 
     @Override
     protected void closeStream() throws IOException {
+      writing.remove(name(), tracked);
       out.close();
     }
   }
@@ -375,14 +460,14 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
     try {
       switch (method) {
         case EXCLUSIVE_CREATE:
-          return fs.create(path, false);
+          return placement.create(path, false);
         case CONDITIONAL_CREATE:
           return createConditionally(name, path);
         case SINGLE_WRITER:
           if (fs.exists(path)) {
             throw new FileAlreadyExistsException(name);
           }
-          return fs.create(path, false);
+          return placement.create(path, false);
         default:
           throw new IllegalStateException("Unexpected create method " + method);
       }
@@ -674,13 +759,17 @@ public final class HadoopStorage implements Storage, SupportsBulkDelete, Support
    * stream is publishing, and that is the storage's step (t2), never the writer's.
    */
   private static final class CloseShieldStream extends FilterOutputStream {
-    CloseShieldStream(OutputStream out) {
+    private final DataNodePlacement.TrackedWrite tracked;
+
+    CloseShieldStream(OutputStream out, DataNodePlacement.TrackedWrite tracked) {
       super(out);
+      this.tracked = tracked;
     }
 
     @Override
     public void write(byte[] b, int off, int len) throws IOException {
       out.write(b, off, len); // FilterOutputStream would write byte by byte
+      tracked.wrote(len);
     }
 
     @Override

@@ -7,8 +7,8 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
 /**
- * An in-process MiniDFSCluster with one DataNode, for the HDFS integration tests: one per test
- * class (about 12 s to start).
+ * An in-process MiniDFSCluster, with one DataNode unless asked for more, for the HDFS integration
+ * tests: one per test class (about 12 s to start with one DataNode).
  */
 public final class MiniDfsFixture implements AutoCloseable {
   private final MiniDFSCluster cluster;
@@ -21,12 +21,23 @@ public final class MiniDfsFixture implements AutoCloseable {
 
   /** Starts a cluster keeping its NameNode and DataNode directories under {@code baseDir}. */
   public static MiniDfsFixture start(java.nio.file.Path baseDir) throws IOException {
+    return start(baseDir, 1);
+  }
+
+  /**
+   * Starts a cluster of {@code dataNodes} DataNodes (all on this host, one rack), with files
+   * replicated {@code min(3, dataNodes)} times, HDFS's default where it fits.
+   */
+  public static MiniDfsFixture start(java.nio.file.Path baseDir, int dataNodes) throws IOException {
     Configuration conf = new Configuration();
+    if (dataNodes > 1) {
+      conf.setInt("dfs.replication", Math.min(3, dataNodes));
+    }
     conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, baseDir.toString());
     // close() polls the NameNode until the last block is reported, first after 400 ms: with one
     // local DataNode the report arrives within milliseconds.
     conf.setInt("dfs.client.block.write.locateFollowingBlock.initial.delay.ms", 20);
-    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf).numDataNodes(1).build();
+    MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf).numDataNodes(dataNodes).build();
     try {
       cluster.waitActive();
       return new MiniDfsFixture(cluster);

@@ -10,6 +10,8 @@ import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsLateWriteReports;
+import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorage;
 import java.io.ByteArrayInputStream;
 import java.io.EOFException;
@@ -37,8 +39,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Hedged writes of Spark's offset and commit log entries ({@code offsets/N}, {@code commits/N}) for
- * {@link RenameFreeCheckpointFileManager} on stores whose create-if-absent takes the name at {@code
+ * Hedged writes of the entries of Spark's metadata logs written on a batch's path (the offset and
+ * commit logs {@code offsets/N}, {@code commits/N}, a file source's {@code sources/<i>/N}, a file
+ * sink's {@code _spark_metadata/N}; {@code N.compact} too) for {@link
+ * RenameFreeCheckpointFileManager} on stores whose create-if-absent takes the name at {@code
  * create()} (HDFS, {@link io.streamstate.hadoop.CreateIfAbsent.Method#EXCLUSIVE_CREATE}). See
  * {@code docs/protocol.md}, "Hedged Spark log writes".
  *
@@ -61,6 +65,8 @@ import org.slf4j.LoggerFactory;
  *   <li>If the primary completes after the hedge won, the hedge copy is deleted ({@code N} is then
  *       complete). If the primary fails after the hedge won, {@code N} stays torn and the batch is
  *       read from {@code .N.hedge} (logged at WARN): only this manager reads it then.
+ *   <li>On HDFS, the hedge reports the primary's pipeline as late first ({@link
+ *       DataNodePlacement}): the copy is created on other DataNodes.
  * </ul>
  *
  * <p>One {@link HedgedWriter} per JVM and policy, separate from the state stores' (log writes have
@@ -85,11 +91,13 @@ final class HedgedLogWrites {
 
   private final FileSystem fs;
   private final HedgedWriter writer;
+  private final DataNodePlacement placement;
   private final Map<Path, HadoopStorage> storages = new ConcurrentHashMap<>();
 
-  HedgedLogWrites(FileSystem fs, Configuration conf) {
+  HedgedLogWrites(FileSystem fs, Configuration conf, DataNodePlacement placement) {
     this.fs = fs;
     this.writer = sharedWriter(policy(conf));
+    this.placement = placement;
   }
 
   /** The policy of our {@code hedge.*} keys in {@code conf}. */
@@ -153,15 +161,27 @@ final class HedgedLogWrites {
     return new Path(entry.getParent(), "." + entry.getName() + HEDGE_SUFFIX);
   }
 
-  /** Whether {@code name} is a hedge copy's name ({@code .<digits>.hedge}). */
+  /** Whether {@code name} is a hedge copy's name ({@code .<digits>[.compact].hedge}). */
   static boolean isHedgeName(String name) {
     return name.startsWith(".")
         && name.endsWith(HEDGE_SUFFIX)
         && name.length() > 1 + HEDGE_SUFFIX.length()
-        && name.substring(1, name.length() - HEDGE_SUFFIX.length())
-            .chars()
-            .allMatch(Character::isDigit);
+        && isEntryName(name.substring(1, name.length() - HEDGE_SUFFIX.length()));
   }
+
+  /**
+   * Whether {@code name} is a metadata log entry's name: a batch id ({@code N}), or a compacted
+   * batch of a file source's or sink's log ({@code N.compact}).
+   */
+  static boolean isEntryName(String name) {
+    String id =
+        name.endsWith(COMPACT_SUFFIX)
+            ? name.substring(0, name.length() - COMPACT_SUFFIX.length())
+            : name;
+    return !id.isEmpty() && id.chars().allMatch(Character::isDigit);
+  }
+
+  private static final String COMPACT_SUFFIX = ".compact";
 
   /** The hedge copy's bytes: the payload, then its trailer. */
   static byte[] frame(byte[] payload) {
@@ -267,9 +287,10 @@ final class HedgedLogWrites {
    * One hedged write, as the {@link Storage} a {@link HedgedWriter} publishes to: the primary name
    * goes to the already open stream, the alternate name is the framed hedge copy.
    */
-  private final class Race implements Storage {
+  private final class Race implements Storage, SupportsLateWriteReports {
     private final Path entry;
     private final FSDataOutputStream primary;
+    private final DataNodePlacement.TrackedWrite tracked;
     private final byte[] bytes;
     private final String primaryName;
     private final String hedgeName;
@@ -280,6 +301,7 @@ final class HedgedLogWrites {
     Race(Path entry, FSDataOutputStream primary, byte[] bytes) {
       this.entry = entry;
       this.primary = primary;
+      this.tracked = placement.track(primary);
       this.bytes = bytes;
       this.primaryName = entry.getName();
       this.hedgeName = hedgePath(entry).getName();
@@ -300,9 +322,10 @@ final class HedgedLogWrites {
     private void writePrimary() {
       try {
         primary.write(bytes);
+        tracked.wrote(bytes.length);
         primary.flush();
         if (primary.hasCapability(StreamCapabilities.HSYNC)) {
-          primary.hsync();
+          tracked.hsync();
         }
         primary.close();
       } catch (IOException | RuntimeException e) {
@@ -382,6 +405,19 @@ final class HedgedLogWrites {
         LOG.debug("{} completed after its hedge copy; deleting {}", entry, hedgeName);
       }
       return dir.delete(hedgeName);
+    }
+
+    /** The primary is late: its DataNodes become suspect, and the copy is placed elsewhere. */
+    @Override
+    public void reportLateWrite(String name) {
+      if (name.equals(primaryName)) {
+        tracked.reportLate();
+      }
+    }
+
+    @Override
+    public boolean isSuspectedSlow(String name) {
+      return false;
     }
 
     @Override

@@ -597,9 +597,13 @@ final class LogJournal {
       return false;
     }
 
-    /** Later entries go to the next journal: this one's pipeline is slow. */
+    /**
+     * Later entries go to the next journal: this one's pipeline is slow. Reported first, so that
+     * the hedge's file and the next journal are created on other DataNodes (on HDFS).
+     */
     @Override
     public void hedgeStarted() {
+      storage.reportLateWrite(file.name());
       retired = file;
     }
 

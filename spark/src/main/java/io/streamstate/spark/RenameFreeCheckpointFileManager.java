@@ -3,6 +3,7 @@ package io.streamstate.spark;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.hadoop.CreateIfAbsent;
+import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
 import java.io.BufferedOutputStream;
@@ -73,12 +74,17 @@ import org.slf4j.LoggerFactory;
  * <h2>Hedged log entries (HDFS)</h2>
  *
  * <p>On stores whose create takes the name at {@code create()} ({@link
- * CreateIfAbsent.Method#EXCLUSIVE_CREATE}: HDFS and stores declaring the capability), an entry of
- * Spark's offset or commit log ({@code offsets/N}, {@code commits/N}, up to 1 MiB) is created as
- * above, buffered, and published at close by {@link HedgedLogWrites}: its write to {@code N} races
- * a copy {@code .N.hedge} started after the hedge deadline, and close returns when either is
- * complete. {@link #open} reads a verified copy first, {@link #list} hides copies, {@link #delete}
- * removes the copy with its entry. See {@code docs/protocol.md}, "Hedged Spark log writes".
+ * CreateIfAbsent.Method#EXCLUSIVE_CREATE}: HDFS and stores declaring the capability), an entry of a
+ * metadata log Spark writes on a batch's path (the offset and commit logs {@code offsets/N}, {@code
+ * commits/N}; a file source's log {@code sources/<i>/N}; a file sink's log {@code
+ * _spark_metadata/N}; {@code N.compact} of the last two; up to 1 MiB) is created as above,
+ * buffered, and published at close by {@link HedgedLogWrites}: its write to {@code N} races a copy
+ * {@code .N.hedge} started after the hedge deadline, and close returns when either is complete.
+ * {@link #open} reads a verified copy first, {@link #list} hides copies, {@link #delete} removes
+ * the copy with its entry. See {@code docs/protocol.md}, "Hedged Spark log writes".
+ *
+ * <p>On file systems with DataNode pipelines (HDFS) every create goes through {@link
+ * DataNodePlacement}: away from DataNodes a late write went through, while they are suspect.
  *
  * <h2>{@code createAtomic(path, overwriteIfPossible=true)}</h2>
  *
@@ -133,6 +139,9 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private final RawLocalFileSystem local;
 
   private final CreateIfAbsent.Method method;
+
+  /** Where new files go on DataNodes (HDFS): away from suspect ones. */
+  private final DataNodePlacement placement;
 
   /**
    * Hedged writes and reads of Spark's log entries, on stores that take a name at create (HDFS and
@@ -190,9 +199,10 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     this.checkpointPath = path;
     this.local = CreateIfAbsent.rawLocal(fs);
     this.method = detect(fs, path, hadoopConf);
+    this.placement = DataNodePlacement.of(fs);
     this.hedges =
         method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
-            ? new HedgedLogWrites(fs, hadoopConf)
+            ? new HedgedLogWrites(fs, hadoopConf, placement)
             : null;
     this.logJournalEnabled =
         Boolean.parseBoolean(hadoopConf.get(StreamStateConf.LOG_JOURNAL, "false").trim());
@@ -449,7 +459,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
       throws IOException {
     FSDataOutputStream out;
     try {
-      out = fs.create(path, overwrite);
+      out = placement.create(path, overwrite);
     } catch (IOException e) {
       if (!overwrite && CreateIfAbsent.isNameTaken(e)) {
         throw nameTaken(path, e);
@@ -471,7 +481,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         && hedges != null
         && hedges.enabled()
         && method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
-        && isSparkLogEntry(path)) {
+        && isHedgedLogEntry(path)) {
       // A log entry: buffered, and published hedged at close (HedgedLogWrites). The name is
       // already ours, so the hedge cannot make another writer of this batch lose or win.
       HedgeableBuffer buffer = new HedgeableBuffer(out);
@@ -495,7 +505,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     try {
       out.flush();
       if (out.hasCapability(StreamCapabilities.HSYNC)) {
-        out.hsync();
+        placement.track(out).hsync(); // on HDFS: its DataNodes are then known to work
       }
       out.close();
     } catch (IOException | RuntimeException e) {
@@ -637,20 +647,20 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   @Override
   public FSDataInputStream open(Path path) {
-    if (isSparkLogEntry(path)) {
-      LogJournal journal = logJournal(path.getParent());
+    if (isHedgedLogEntry(path)) {
+      LogJournal journal = isSparkLogEntry(path) ? logJournal(path.getParent()) : null;
       if (journal != null) {
         byte[] entry = journal.get(batchIdOf(path));
         if (entry != null) {
           return HedgedLogWrites.streamOf(entry);
         }
       }
-      if (hedges != null) {
-        FSDataInputStream hedged = openHedgeCopy(path);
-        if (hedged != null) {
-          return hedged;
-        }
+      FSDataInputStream hedged = hedges == null ? null : openHedgeCopy(path);
+      if (hedged != null) {
+        return hedged;
       }
+    }
+    if (isSparkLogEntry(path)) {
       checkComplete(path);
     }
     return delegate.open(path);
@@ -685,6 +695,28 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
       return null;
     }
     return HedgedLogWrites.streamOf(payload);
+  }
+
+  /**
+   * Entries of the metadata logs Spark writes on a batch's path, which are hedged: the offset and
+   * commit logs' ({@link #isSparkLogEntry}), a file source's log's ({@code sources/<i>/N}) and a
+   * file sink's log's ({@code _spark_metadata/N}); {@code N.compact} too (compacted batches of the
+   * last two, {@code CompactibleFileStreamLog}).
+   */
+  private static boolean isHedgedLogEntry(Path path) {
+    Path parent = path.getParent();
+    if (parent == null || !HedgedLogWrites.isEntryName(path.getName())) {
+      return false;
+    }
+    String dir = parent.getName();
+    if (dir.equals("offsets") || dir.equals("commits") || dir.equals("_spark_metadata")) {
+      return true;
+    }
+    Path grandParent = parent.getParent();
+    return grandParent != null
+        && grandParent.getName().equals("sources")
+        && !dir.isEmpty()
+        && dir.chars().allMatch(Character::isDigit);
   }
 
   /** Entries of Spark's offset and commit logs: {@code offsets/<n>}, {@code commits/<n>}. */
@@ -870,7 +902,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         return;
       }
     }
-    if (hedges != null && isSparkLogEntry(path)) {
+    if (hedges != null && isHedgedLogEntry(path)) {
       delegate.delete(HedgedLogWrites.hedgePath(path));
     }
     delegate.delete(path);

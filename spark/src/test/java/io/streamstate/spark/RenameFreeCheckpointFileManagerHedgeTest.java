@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -235,6 +236,62 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     FileStatus[] listed = fm.list(new Path(root, "offsets"));
     assertThat(Arrays.stream(listed).map(s -> s.getPath().getName()))
         .containsExactlyInAnyOrder("0", "1", "2");
+  }
+
+  @Test
+  void fileSinkAndFileSourceLogEntriesAreHedgedAndSparksBatchFiltersSkipTheCopies()
+      throws Exception {
+    // A file sink's log (_spark_metadata/N, compacted as N.compact) and a file source's
+    // (sources/<i>/N): written on every batch's path, through this manager, like offsets/N.
+    byte[] sink = "v1\n{\"path\":\"part-0\",\"size\":1,\"action\":\"add\"}".getBytes(UTF_8);
+    byte[] emptyBatch = "v1".getBytes(UTF_8); // a sink batch that wrote no file
+    String[][] cases = {
+      {"_spark_metadata", "3"},
+      {"_spark_metadata", "9.compact"},
+      {"sources/0", "4"},
+      {"sources/0", "19.compact"},
+      {"_spark_metadata", "5"}
+    };
+    for (String[] c : cases) {
+      Path entry = new Path(root, c[0] + "/" + c[1]);
+      byte[] bytes = c[1].equals("5") ? emptyBatch : sink;
+      StallingFileSystem.stall(c[1]);
+      write(fm, entry, bytes); // returns while the entry's own write is held
+      assertThat(local(c[0] + "/." + c[1] + ".hedge")).as(c[1]).exists();
+      assertThat(read(entry)).isEqualTo(bytes);
+      StallingFileSystem.release(null);
+      await(
+          "copy of " + entry + " deleted",
+          () -> !Files.exists(local(c[0] + "/." + c[1] + ".hedge")));
+      assertThat(read(entry)).isEqualTo(bytes);
+    }
+    StallingFileSystem.stall("6");
+    write(fm, new Path(root, "_spark_metadata/6"), sink);
+    assertThat(
+            Arrays.stream(fm.list(new Path(root, "_spark_metadata")))
+                .map(f -> f.getPath().getName()))
+        .containsExactlyInAnyOrder("3", "5", "6", "9.compact");
+    fm.delete(new Path(root, "_spark_metadata/6"));
+    assertThat(local("_spark_metadata/.6.hedge")).doesNotExist();
+    assertThat(local("_spark_metadata/6")).doesNotExist();
+
+    // Spark's own readers, with any checkpoint file manager, take no copy for a batch.
+    for (String copy : new String[] {".3.hedge", ".9.compact.hedge"}) {
+      assertThat(HedgedLogWrites.isHedgeName(copy)).isTrue();
+      assertThatThrownBy(
+              () ->
+                  org.apache.spark.sql.execution.streaming.runtime.CompactibleFileStreamLog
+                      .getBatchIdFromFileName(copy))
+          .isInstanceOf(NumberFormatException.class);
+      assertThatThrownBy(() -> Long.parseLong(copy)).isInstanceOf(NumberFormatException.class);
+    }
+
+    // Files written once per run or per query are not hedged.
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    write(fm, new Path(root, "state/0/_metadata/metadata"), sink);
+    write(fm, new Path(root, "sources/0/x"), sink);
+    write(fm, new Path(root, "sources/x/0"), sink);
+    assertThat(HedgedLogWrites.metrics(conf()).since(before).writes()).isZero();
   }
 
   /**

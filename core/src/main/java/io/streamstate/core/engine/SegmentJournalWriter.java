@@ -7,6 +7,7 @@ import io.streamstate.core.hedge.HedgeCopy;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
+import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -31,9 +32,14 @@ import org.slf4j.LoggerFactory;
  *   <li>The next journal (the standby) is created in the background as soon as one becomes current,
  *       so a switch does not wait for a create on the commit path.
  *   <li>A journal is retired when it is full or due, after a failed append (a writer never appends
- *       after a failure, so a torn record can only be a journal's last), and when an append to it
- *       is hedged (its pipeline is slow: later commits go to the standby). A retired journal is
- *       closed in the background once its last append returns.
+ *       after a failure, so a torn record can only be a journal's last), when an append to it is
+ *       hedged (its pipeline is slow: later commits go to the standby), and when the storage
+ *       suspects it of being slow ({@link SupportsLateWriteReports#isSuspectedSlow}: on HDFS its
+ *       pipeline holds a DataNode a late write went through). A retired journal is closed in the
+ *       background once its last append returns.
+ *   <li>A hedged append is reported to the storage as a late write, and a standby that is suspected
+ *       then, or still being created, is replaced by a new one, created after the report (on HDFS:
+ *       on other DataNodes).
  *   <li>If no journal can be created, the commit is published as a segment file, as without a
  *       journal; a store that cannot append at all disables the journal for good.
  * </ul>
@@ -56,6 +62,10 @@ final class SegmentJournalWriter {
 
   private final Storage storage;
   private final SupportsAppend appender;
+
+  /** The storage, if it takes reports of late writes; else null. */
+  private final SupportsLateWriteReports reports;
+
   private final SegmentJournalSettings settings;
   private final SegmentCatalog catalog;
   private final LongSupplier clock;
@@ -75,6 +85,13 @@ final class SegmentJournalWriter {
     final long closeByMillis;
     long currentSinceMillis = -1;
     boolean retired;
+
+    /**
+     * Taken although suspected (no unsuspected journal could be made): not retired for suspicion,
+     * or every commit would make a new journal while the suspicion lasts.
+     */
+    boolean suspicionAccepted;
+
     int inFlight;
 
     Journal(AppendableFile file, long createdMillis, long closeByMillis) {
@@ -90,6 +107,7 @@ final class SegmentJournalWriter {
     }
     this.storage = storage;
     this.appender = (SupportsAppend) storage;
+    this.reports = storage instanceof SupportsLateWriteReports r ? r : null;
     this.settings = settings;
     this.catalog = SegmentCatalog.of(storage);
     this.clock = clock;
@@ -169,7 +187,7 @@ final class SegmentJournalWriter {
       }
       long now = clock.getAsLong();
       Journal j = current;
-      if (j != null && !takesAppend(j, recordLength, now)) {
+      if (j != null && (!takesAppend(j, recordLength, now) || suspectedSlow(j))) {
         retire(j);
         j = null;
       }
@@ -225,9 +243,17 @@ final class SegmentJournalWriter {
         }
         return null;
       }
-      // A standby that waited long (no commits) may have too little time left: make another.
+      // A standby that waited long (no commits) may have too little time left: make another. One
+      // that is suspected of being slow too, but only once: the second is made now, as far from
+      // the suspects as the storage can place it, and taken as it is.
       if (clock.getAsLong() < j.closeByMillis - settings.rollMillis() / 2) {
-        return j;
+        if (!suspectedSlow(j)) {
+          return j;
+        }
+        if (attempt > 0) {
+          j.suspicionAccepted = true;
+          return j;
+        }
       }
       retire(j);
     }
@@ -253,6 +279,40 @@ final class SegmentJournalWriter {
     }
     journalsCreated.incrementAndGet();
     return new Journal(file, now, closeBy);
+  }
+
+  /** Whether the storage suspects {@code j}'s writes of being slow (and that was not accepted). */
+  private boolean suspectedSlow(Journal j) {
+    return reports != null && !j.suspicionAccepted && reports.isSuspectedSlow(j.file.name());
+  }
+
+  /**
+   * After a late append to {@code late} (called just before its hedge starts): reports it to the
+   * storage, retires it, and replaces the standby if that is suspected now or not created yet (its
+   * create may have chosen the same slow DataNodes, or be stuck behind them). The replacement is
+   * created after the report, so the storage can place it elsewhere; the old standby is closed once
+   * its create returns (an empty journal, swept by time).
+   */
+  private void moveAwayFrom(Journal late) {
+    if (reports != null) {
+      reports.reportLateWrite(late.file.name());
+    }
+    retire(late);
+    synchronized (lock) {
+      CompletableFuture<Journal> old = standby;
+      if (old == null || disabled || reports == null) {
+        return;
+      }
+      if (old.isDone() && !old.isCompletedExceptionally() && !suspectedSlow(old.join())) {
+        return;
+      }
+      standby = startCreate();
+      old.thenAccept(this::retire);
+      LOG.debug(
+          "Replacing the standby segment journal under {}: an append to {} is late",
+          storage.describe(),
+          late.file.name());
+    }
   }
 
   private void retire(Journal j) {
@@ -318,7 +378,9 @@ final class SegmentJournalWriter {
       hedged = true;
       Journal j = journal;
       if (j != null) {
-        retire(j);
+        moveAwayFrom(j);
+      } else {
+        fallback.hedgeStarted(); // no journal yet, or the fallback file is being written
       }
     }
 

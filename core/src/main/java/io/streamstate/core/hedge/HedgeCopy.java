@@ -2,6 +2,7 @@ package io.streamstate.core.hedge;
 
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.util.Objects;
 
 /**
@@ -27,7 +28,11 @@ public interface HedgeCopy {
    */
   boolean discard(String name);
 
-  /** Called at most once, when a hedge starts because this copy is late or failed. */
+  /**
+   * Called at most once, just before a hedge of this copy starts because it is late or failed, on
+   * the publishing thread: what it reports (a late write, see {@link SupportsLateWriteReports})
+   * lands before the hedge's own write begins. Must be quick and must not throw.
+   */
   default void hedgeStarted() {}
 
   /** Where this copy goes, for messages. */
@@ -41,7 +46,8 @@ public interface HedgeCopy {
   /**
    * A create of {@code name} whose bytes come from {@code content} (called once per write, so it
    * must write the same bytes every time) instead of those handed to {@link #write}; with {@code
-   * content} null, those bytes. Discarded by deleting it.
+   * content} null, those bytes. Discarded by deleting it. A hedge of it reports the create as late
+   * to a storage that {@linkplain SupportsLateWriteReports takes such reports}.
    */
   static HedgeCopy create(Storage storage, String name, ContentWriter content) {
     Objects.requireNonNull(storage, "storage");
@@ -57,6 +63,13 @@ public interface HedgeCopy {
       public boolean discard(String written) {
         storage.delete(written);
         return true;
+      }
+
+      @Override
+      public void hedgeStarted() {
+        if (storage instanceof SupportsLateWriteReports reports) {
+          reports.reportLateWrite(name);
+        }
       }
 
       @Override

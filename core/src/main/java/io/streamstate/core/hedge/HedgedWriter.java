@@ -26,8 +26,12 @@ import org.slf4j.LoggerFactory;
  *   <li><b>h2</b> Wait for it until the policy's {@linkplain HedgePolicy#deadline() deadline}. If
  *       it succeeded, that is the result.
  *   <li><b>h3</b> If it is still running, or failed (then the hedge serves as the retry), and the
- *       budget has a token: start {@code create(alternateName)} with the same bytes. At most one
- *       hedge per publish. Without a token, wait for the primary alone.
+ *       budget has a token: tell the primary copy ({@link HedgeCopy#hedgeStarted}: a create reports
+ *       its write as late to a storage that {@linkplain
+ *       io.streamstate.core.storage.SupportsLateWriteReports takes such reports}), then start
+ *       {@code create(alternateName)} with the same bytes, which therefore already avoids what made
+ *       the primary late. At most one hedge per publish. Without a token, wait for the primary
+ *       alone.
  *   <li><b>h4</b> The first create to succeed wins; publish returns its name at once, without
  *       waiting for the other.
  *   <li><b>h5</b> The loser cleans up after itself, on its own executor thread: if its create
@@ -264,12 +268,18 @@ public final class HedgedWriter {
         LOG.debug("Not hedging {}: the hedge budget is spent", where(PRIMARY));
         return false;
       }
+      // Before the hedge starts: what the late copy reports (its slow DataNodes, say) steers the
+      // hedge's own create away from it.
+      try {
+        copies[PRIMARY].hedgeStarted();
+      } catch (RuntimeException e) {
+        LOG.warn("Ignoring a failure of {} to note that it is hedged", where(PRIMARY), e);
+      }
       if (!start(ALTERNATE)) {
         noHedgeReason = " (not hedged: the executor rejected the hedge)";
         return false;
       }
       policy.metrics().hedgesFired.increment();
-      copies[PRIMARY].hedgeStarted();
       if (afterFailure) {
         policy.metrics().hedgesAfterFailure.increment();
       }

@@ -1,0 +1,288 @@
+package io.streamstate.hadoop;
+
+import java.net.URI;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.LongSupplier;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What this process knows of the DataNodes of one cluster: which ones are <em>suspect</em> (a write
+ * through them was late, recently) and which ones are <em>known</em> to work (a write through them
+ * completed, recently), and from that, where to create files while some are suspect
+ * (docs/protocol.md, "Slow DataNodes").
+ *
+ * <ol>
+ *   <li><b>d1 Suspect.</b> When a write is late (its hedge is about to start), every DataNode of
+ *       its pipeline becomes suspect for {@value #SUSPECT_MILLIS_KEY} (default {@value
+ *       #DEFAULT_SUSPECT_MILLIS} ms) from that report: we cannot tell which of them is slow, and
+ *       the slow one is slow for a while (a busy disk, a GC pause, a failing NIC: seconds to tens
+ *       of seconds). A later report extends the suspicion and counts once more against each node.
+ *   <li><b>d2 Known.</b> When a write's {@code hsync} returns, the DataNodes of its pipeline are
+ *       known to work, for {@value #KNOWN_MILLIS} ms from then. Suspicion is not lifted by that (a
+ *       late write completes too, once the slow node gets to it): only time lifts it.
+ *   <li><b>d3 Favoured nodes.</b> While any DataNode is suspect, new files are created on {@code
+ *       replication} favoured DataNodes picked at random among the known ones that are not suspect,
+ *       so that a hedge copy and the next journal go elsewhere than the late write. If too few are
+ *       known, the rest are the suspects reported least often (the slow node is in every late
+ *       pipeline, its neighbours only in some); if none is known, the file system places the file
+ *       as usual. With no suspect, files are placed as usual (local and rack-aware).
+ * </ol>
+ *
+ * <p>One instance per cluster (file system scheme and authority) per process, shared by every
+ * storage and checkpoint file manager on it ({@link #of}); tests make their own with {@link
+ * #SlowDataNodes(long, LongSupplier)}. Thread-safe; the calls on the write path ({@link
+ * #recordWorking}, and the others while nothing is suspect) take no lock shared with other writers.
+ */
+public final class SlowDataNodes {
+  private static final Logger LOG = LoggerFactory.getLogger(SlowDataNodes.class);
+
+  /**
+   * The Hadoop setting for how long a DataNode stays suspect after a late write through it, in ms;
+   * 0 turns the tracking off (files are placed as usual). Read from the file system's configuration
+   * when the cluster is first used in the process.
+   */
+  public static final String SUSPECT_MILLIS_KEY = "streamstate.datanode.suspectMs";
+
+  /**
+   * Long enough to outlast a slow period (5-20 s in the slow-DataNode model we plan for, with GC
+   * pauses of tens of seconds), short enough to give a DataNode back soon after: avoiding one node
+   * for a minute costs this process only the spread of its new files over one node fewer.
+   */
+  public static final long DEFAULT_SUSPECT_MILLIS = 60_000;
+
+  /**
+   * How long a DataNode stays known after a write through it completed: one not seen since may be
+   * gone (decommissioned, dead), and a favoured node the NameNode does not know makes it pick one
+   * at random, possibly a suspect.
+   */
+  public static final long KNOWN_MILLIS = 600_000;
+
+  private static final Map<String, SlowDataNodes> BY_CLUSTER = new ConcurrentHashMap<>();
+
+  private final long suspectMillis;
+  private final LongSupplier clock;
+
+  /** Last time each known DataNode's write completed (d2). */
+  private final Map<String, Long> lastWorked = new ConcurrentHashMap<>();
+
+  /** The suspects (d1), guarded by this. */
+  private final Map<String, Suspicion> suspects = new HashMap<>();
+
+  /** Whether {@link #suspects} may be non-empty: the lock-free fast path of the write path. */
+  private volatile boolean anySuspects;
+
+  private static final class Suspicion {
+    long untilMillis;
+    int reports;
+  }
+
+  /**
+   * Tracking of its own (tests, tools): suspects stay for {@code suspectMillis} (0: tracking off),
+   * time from {@code clock} (ms).
+   */
+  public SlowDataNodes(long suspectMillis, LongSupplier clock) {
+    if (suspectMillis < 0) {
+      throw new IllegalArgumentException("suspectMillis must not be negative: " + suspectMillis);
+    }
+    this.suspectMillis = suspectMillis;
+    this.clock = clock;
+  }
+
+  /**
+   * The tracking of {@code fs}'s cluster in this process (one per scheme and authority), made on
+   * first use with the window of {@value #SUSPECT_MILLIS_KEY} in {@code fs}'s configuration.
+   */
+  public static SlowDataNodes of(FileSystem fs) {
+    URI uri = fs.getUri();
+    String cluster =
+        uri.getScheme() + "://" + (uri.getAuthority() == null ? "" : uri.getAuthority());
+    return BY_CLUSTER.computeIfAbsent(
+        cluster,
+        c -> {
+          Configuration conf = fs.getConf();
+          long window =
+              conf == null
+                  ? DEFAULT_SUSPECT_MILLIS
+                  : conf.getLong(SUSPECT_MILLIS_KEY, DEFAULT_SUSPECT_MILLIS);
+          return new SlowDataNodes(Math.max(0, window), System::currentTimeMillis);
+        });
+  }
+
+  /** Whether tracking is on (a window above 0). */
+  public boolean enabled() {
+    return suspectMillis > 0;
+  }
+
+  /** How long a DataNode stays suspect after a late write through it, in ms. */
+  public long suspectMillis() {
+    return suspectMillis;
+  }
+
+  /** d1: a write through {@code pipeline} is late; each of its DataNodes becomes suspect. */
+  public void suspect(Collection<String> pipeline) {
+    if (!enabled() || pipeline.isEmpty()) {
+      return;
+    }
+    long until = clock.getAsLong() + suspectMillis;
+    List<String> fresh = new ArrayList<>();
+    synchronized (this) {
+      for (String node : pipeline) {
+        Suspicion s = suspects.get(node);
+        if (s == null) {
+          s = new Suspicion();
+          suspects.put(node, s);
+          fresh.add(node);
+        }
+        s.untilMillis = Math.max(s.untilMillis, until);
+        s.reports++;
+      }
+      anySuspects = true;
+    }
+    if (!fresh.isEmpty()) {
+      LOG.info(
+          "DataNodes {} suspected slow for {} ms: a write through {} was late; new files avoid them",
+          fresh,
+          suspectMillis,
+          pipeline);
+    }
+  }
+
+  /** d2: a write through {@code pipeline} completed; its DataNodes are known to work. */
+  public void recordWorking(Collection<String> pipeline) {
+    if (!enabled() || pipeline.isEmpty()) {
+      return;
+    }
+    long now = clock.getAsLong();
+    for (String node : pipeline) {
+      lastWorked.put(node, now);
+    }
+  }
+
+  /** Whether any DataNode of {@code pipeline} is suspect now. */
+  public boolean anySuspect(Collection<String> pipeline) {
+    if (!anySuspects || pipeline.isEmpty()) {
+      return false;
+    }
+    synchronized (this) {
+      expire(clock.getAsLong());
+      for (String node : pipeline) {
+        if (suspects.containsKey(node)) {
+          return true;
+        }
+      }
+      return false;
+    }
+  }
+
+  /**
+   * Whether a file writing through {@code pipeline} should move to a new one: the pipeline holds a
+   * suspect, and as many known DataNodes as it has are not suspect, so that a new file can be
+   * placed away from every suspect (d3). On a cluster too small for that (one DataNode, say), a new
+   * file would meet the suspects again: staying costs less than moving.
+   */
+  public boolean isAvoidable(Collection<String> pipeline) {
+    if (!anySuspects || pipeline.isEmpty()) {
+      return false;
+    }
+    long now = clock.getAsLong();
+    synchronized (this) {
+      expire(now);
+      if (pipeline.stream().noneMatch(suspects::containsKey)) {
+        return false;
+      }
+      int healthy = 0;
+      for (Map.Entry<String, Long> known : lastWorked.entrySet()) {
+        if (now - known.getValue() <= KNOWN_MILLIS && !suspects.containsKey(known.getKey())) {
+          healthy++;
+        }
+      }
+      return healthy >= pipeline.size();
+    }
+  }
+
+  /**
+   * d3: the DataNodes to favour for a new file of {@code replication} replicas, or an empty list
+   * when nothing is suspect or nothing better than the file system's own choice is known.
+   */
+  public List<String> favoredNodes(int replication) {
+    if (!anySuspects || replication <= 0) {
+      return List.of();
+    }
+    long now = clock.getAsLong();
+    List<String> healthy = new ArrayList<>();
+    List<Map.Entry<String, Integer>> suspected = new ArrayList<>();
+    synchronized (this) {
+      expire(now);
+      if (suspects.isEmpty()) {
+        return List.of();
+      }
+      for (Map.Entry<String, Long> known : lastWorked.entrySet()) {
+        if (now - known.getValue() <= KNOWN_MILLIS && !suspects.containsKey(known.getKey())) {
+          healthy.add(known.getKey());
+        }
+      }
+      suspects.forEach((node, s) -> suspected.add(Map.entry(node, s.reports)));
+    }
+    if (healthy.isEmpty()) {
+      return List.of();
+    }
+    ThreadLocalRandom random = ThreadLocalRandom.current();
+    Collections.shuffle(healthy, random);
+    if (healthy.size() >= replication) {
+      return List.copyOf(healthy.subList(0, replication));
+    }
+    // Too few known: fill with the suspects reported least often, ties in random order.
+    Collections.shuffle(suspected, random);
+    suspected.sort(Comparator.comparingInt(Map.Entry::getValue));
+    List<String> favored = new ArrayList<>(healthy);
+    for (Iterator<Map.Entry<String, Integer>> it = suspected.iterator();
+        it.hasNext() && favored.size() < replication; ) {
+      favored.add(it.next().getKey());
+    }
+    return List.copyOf(favored);
+  }
+
+  /** The suspect DataNodes now. */
+  public synchronized Set<String> suspects() {
+    expire(clock.getAsLong());
+    return Collections.unmodifiableSet(new TreeSet<>(suspects.keySet()));
+  }
+
+  /** The DataNodes known to work now (suspect or not). */
+  public Set<String> known() {
+    long now = clock.getAsLong();
+    Set<String> known = new TreeSet<>();
+    lastWorked.forEach(
+        (node, at) -> {
+          if (now - at <= KNOWN_MILLIS) {
+            known.add(node);
+          }
+        });
+    return Collections.unmodifiableSet(known);
+  }
+
+  /** Lifts the suspicions whose time is over; holds the monitor. */
+  private void expire(long now) {
+    suspects.values().removeIf(s -> s.untilMillis <= now);
+    anySuspects = !suspects.isEmpty();
+  }
+
+  @Override
+  public String toString() {
+    return "SlowDataNodes[suspects=" + suspects() + ", known=" + known() + "]";
+  }
+}

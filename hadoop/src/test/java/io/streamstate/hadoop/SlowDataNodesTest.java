@@ -1,0 +1,120 @@
+package io.streamstate.hadoop;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** The tracking alone: suspects (d1), known DataNodes (d2), and the favoured choice (d3). */
+class SlowDataNodesTest {
+  private static final long WINDOW = 60_000;
+  private static final List<String> ALL = List.of("a:1", "b:1", "c:1", "d:1", "e:1", "f:1");
+
+  private final AtomicLong now = new AtomicLong(1_000_000);
+  private final SlowDataNodes slow = new SlowDataNodes(WINDOW, now::get);
+
+  @Test
+  void withNothingSuspectFilesArePlacedAsUsual() {
+    slow.recordWorking(ALL);
+    assertThat(slow.favoredNodes(3)).isEmpty();
+    assertThat(slow.anySuspect(ALL)).isFalse();
+  }
+
+  @Test
+  void aLatePipelineMakesItsDataNodesSuspectAndFavouredNodesAvoidThem() {
+    slow.recordWorking(ALL);
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    assertThat(slow.suspects()).containsExactly("a:1", "b:1", "c:1");
+    assertThat(slow.anySuspect(List.of("c:1", "d:1", "e:1"))).isTrue();
+    assertThat(slow.anySuspect(List.of("d:1", "e:1", "f:1"))).isFalse();
+    Set<List<String>> seen = new HashSet<>();
+    for (int i = 0; i < 50; i++) {
+      List<String> favored = slow.favoredNodes(3);
+      assertThat(favored).containsExactlyInAnyOrder("d:1", "e:1", "f:1");
+      seen.add(favored);
+    }
+    assertThat(seen).as("in random order, so first replicas spread").hasSizeGreaterThan(1);
+  }
+
+  @Test
+  void aSuspicionEndsAfterItsWindowAndALaterReportExtendsIt() {
+    slow.recordWorking(ALL);
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    now.addAndGet(WINDOW / 2);
+    slow.suspect(List.of("a:1", "d:1", "e:1"));
+    now.addAndGet(WINDOW / 2);
+    assertThat(slow.suspects()).containsExactly("a:1", "d:1", "e:1");
+    assertThat(slow.favoredNodes(3)).containsExactlyInAnyOrder("b:1", "c:1", "f:1");
+    now.addAndGet(WINDOW / 2);
+    assertThat(slow.suspects()).isEmpty();
+    assertThat(slow.favoredNodes(3)).isEmpty();
+    assertThat(slow.anySuspect(ALL)).isFalse();
+  }
+
+  @Test
+  void withTooFewKnownDataNodesTheSuspectsReportedLeastFillTheRest() {
+    slow.recordWorking(ALL);
+    // The slow node is in both late pipelines, its neighbours in one each.
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    slow.suspect(List.of("a:1", "d:1", "e:1"));
+    for (int i = 0; i < 50; i++) {
+      List<String> favored = slow.favoredNodes(3);
+      assertThat(favored).hasSize(3).contains("f:1").doesNotContain("a:1").doesNotHaveDuplicates();
+    }
+  }
+
+  @Test
+  void withNoKnownDataNodeTheFileSystemPlacesTheFile() {
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    assertThat(slow.favoredNodes(3)).isEmpty();
+  }
+
+  @Test
+  void aDataNodeNotSeenWorkingForLongIsForgotten() {
+    slow.recordWorking(List.of("d:1", "e:1", "f:1"));
+    now.addAndGet(SlowDataNodes.KNOWN_MILLIS / 2);
+    slow.recordWorking(List.of("a:1", "b:1", "c:1"));
+    now.addAndGet(SlowDataNodes.KNOWN_MILLIS / 2 + 1);
+    assertThat(slow.known()).containsExactly("a:1", "b:1", "c:1");
+    slow.suspect(List.of("a:1", "b:1"));
+    List<String> favored = slow.favoredNodes(3);
+    assertThat(favored).containsExactlyInAnyOrder("a:1", "b:1", "c:1"); // never d, e, f
+    assertThat(favored.get(0)).isEqualTo("c:1"); // the known healthy one first
+  }
+
+  @Test
+  void aWorkingWriteDoesNotLiftASuspicion() {
+    slow.recordWorking(ALL);
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    slow.recordWorking(List.of("a:1", "b:1", "c:1")); // the late write completes, late
+    assertThat(slow.suspects()).containsExactly("a:1", "b:1", "c:1");
+  }
+
+  @Test
+  void aPipelineIsWorthLeavingOnlyIfANewOneCanAvoidEverySuspect() {
+    slow.recordWorking(ALL);
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    assertThat(slow.isAvoidable(List.of("c:1", "d:1", "e:1"))).isTrue();
+    assertThat(slow.isAvoidable(List.of("d:1", "e:1", "f:1"))).isFalse(); // holds no suspect
+    slow.suspect(List.of("a:1", "d:1", "e:1"));
+    assertThat(slow.isAvoidable(List.of("a:1", "d:1", "e:1"))).as("only f left").isFalse();
+
+    SlowDataNodes single = new SlowDataNodes(WINDOW, now::get); // a cluster of one DataNode
+    single.recordWorking(List.of("a:1"));
+    single.suspect(List.of("a:1"));
+    assertThat(single.isAvoidable(List.of("a:1"))).isFalse();
+  }
+
+  @Test
+  void aZeroWindowTurnsTrackingOff() {
+    SlowDataNodes off = new SlowDataNodes(0, now::get);
+    off.recordWorking(ALL);
+    off.suspect(List.of("a:1", "b:1", "c:1"));
+    assertThat(off.enabled()).isFalse();
+    assertThat(off.suspects()).isEmpty();
+    assertThat(off.favoredNodes(3)).isEmpty();
+  }
+}
