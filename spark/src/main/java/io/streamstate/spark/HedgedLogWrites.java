@@ -123,24 +123,11 @@ final class HedgedLogWrites {
 
   /** The counters of every log-write hedger of this JVM, summed; for tests and tools. */
   static synchronized HedgeMetrics.Snapshot totals() {
-    long[] t = new long[8];
+    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
     for (HedgedWriter w : WRITERS.values()) {
-      HedgeMetrics.Snapshot s = w.policy().metrics().snapshot();
-      long[] v = {
-        s.writes(),
-        s.hedgesFired(),
-        s.hedgesAfterFailure(),
-        s.hedgesWon(),
-        s.hedgesSkippedForBudget(),
-        s.losersCleaned(),
-        s.cleanupFailures(),
-        s.losersLeft()
-      };
-      for (int i = 0; i < t.length; i++) {
-        t[i] += v[i];
-      }
+      sum = sum.plus(w.policy().metrics().snapshot());
     }
-    return new HedgeMetrics.Snapshot(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+    return sum;
   }
 
   /** Primary writes that failed after their hedge won, in this JVM. */

@@ -101,19 +101,9 @@ public class StreamStateProvider implements StateStoreProvider {
   /** This JVM's hedging counters (all zero before the first store opens); for tests. */
   static synchronized io.streamstate.core.hedge.HedgeMetrics.Snapshot hedgeMetricsForTests() {
     io.streamstate.core.hedge.HedgeMetrics.Snapshot sum =
-        io.streamstate.core.hedge.HedgePolicy.defaults().metrics().snapshot();
+        io.streamstate.core.hedge.HedgeMetrics.Snapshot.ZERO;
     for (HedgedWriter h : HEDGERS.values()) {
-      io.streamstate.core.hedge.HedgeMetrics.Snapshot s = h.policy().metrics().snapshot();
-      sum =
-          new io.streamstate.core.hedge.HedgeMetrics.Snapshot(
-              sum.writes() + s.writes(),
-              sum.hedgesFired() + s.hedgesFired(),
-              sum.hedgesAfterFailure() + s.hedgesAfterFailure(),
-              sum.hedgesWon() + s.hedgesWon(),
-              sum.hedgesSkippedForBudget() + s.hedgesSkippedForBudget(),
-              sum.losersCleaned() + s.losersCleaned(),
-              sum.cleanupFailures() + s.cleanupFailures(),
-              sum.losersLeft() + s.losersLeft());
+      sum = sum.plus(h.policy().metrics().snapshot());
     }
     return sum;
   }

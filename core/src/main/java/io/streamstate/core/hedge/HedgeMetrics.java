@@ -42,6 +42,22 @@ public final class HedgeMetrics {
       long cleanupFailures,
       long losersLeft) {
 
+    /** No counts: the start of a sum. */
+    public static final Snapshot ZERO = new Snapshot(0, 0, 0, 0, 0, 0, 0, 0);
+
+    /** The sum of these counts and {@code other}'s (several writers' counters together). */
+    public Snapshot plus(Snapshot other) {
+      return new Snapshot(
+          writes + other.writes,
+          hedgesFired + other.hedgesFired,
+          hedgesAfterFailure + other.hedgesAfterFailure,
+          hedgesWon + other.hedgesWon,
+          hedgesSkippedForBudget + other.hedgesSkippedForBudget,
+          losersCleaned + other.losersCleaned,
+          cleanupFailures + other.cleanupFailures,
+          losersLeft + other.losersLeft);
+    }
+
     /** The counts since {@code earlier}, a snapshot of the same metrics taken before this one. */
     public Snapshot since(Snapshot earlier) {
       return new Snapshot(
