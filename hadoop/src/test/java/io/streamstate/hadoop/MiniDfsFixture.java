@@ -1,6 +1,7 @@
 package io.streamstate.hadoop;
 
 import java.io.IOException;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -29,6 +30,17 @@ public final class MiniDfsFixture implements AutoCloseable {
    * replicated {@code min(3, dataNodes)} times, HDFS's default where it fits.
    */
   public static MiniDfsFixture start(java.nio.file.Path baseDir, int dataNodes) throws IOException {
+    return start(baseDir, dataNodes, Map.of());
+  }
+
+  /**
+   * Like {@link #start(java.nio.file.Path, int)}, with {@code settings} added to the cluster's
+   * configuration, which its own client ({@link #fileSystem()}, also the one Hadoop's file system
+   * cache hands to other callers in this process) carries too: client settings such as {@code
+   * streamstate.datanode.suspectMs}.
+   */
+  public static MiniDfsFixture start(
+      java.nio.file.Path baseDir, int dataNodes, Map<String, String> settings) throws IOException {
     Configuration conf = new Configuration();
     if (dataNodes > 1) {
       conf.setInt("dfs.replication", Math.min(3, dataNodes));
@@ -37,6 +49,7 @@ public final class MiniDfsFixture implements AutoCloseable {
     // close() polls the NameNode until the last block is reported, first after 400 ms: with one
     // local DataNode the report arrives within milliseconds.
     conf.setInt("dfs.client.block.write.locateFollowingBlock.initial.delay.ms", 20);
+    settings.forEach(conf::set);
     MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf).numDataNodes(dataNodes).build();
     try {
       cluster.waitActive();

@@ -10,7 +10,6 @@ import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.ContentWriter;
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -19,14 +18,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.hdfs.server.datanode.DataNode;
-import org.apache.hadoop.hdfs.server.datanode.DataNodeFaultInjector;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -38,9 +34,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * One slow DataNode out of six (replication 3) on a real MiniDFSCluster: every packet and ack of
- * every pipeline through it is held while it is slow, at any position in the pipeline. A hedged
- * write and a segment journal append stuck behind it are hedged onto files whose blocks avoid it,
- * and return while the stuck write is still held; the next segment journal avoids it too.
+ * every pipeline through it is held while it is slow ({@link SlowDataNodeInjector}), at any
+ * position in the pipeline. A hedged write and a segment journal append stuck behind it are hedged
+ * onto files whose blocks avoid it, and return while the stuck write is still held; the next
+ * segment journal avoids it too.
  *
  * <p>Deterministic: the stuck write's pipeline is made to hold the slow DataNode by suspecting the
  * three others first (so its create favours the slow one and two more), and that suspicion is
@@ -54,8 +51,8 @@ class SlowDataNodeIT {
 
   @TempDir static java.nio.file.Path base;
   private static MiniDfsFixture dfs;
-  private static SlowDataNode slowNode;
-  private static DataNodeFaultInjector previous;
+  private static SlowDataNodeInjector injector;
+  private static String slowNode;
 
   private final ExecutorService pool = Executors.newCachedThreadPool();
   private final AtomicLong now = new AtomicLong(1_000_000);
@@ -67,17 +64,14 @@ class SlowDataNodeIT {
   @BeforeAll
   static void startCluster() throws Exception {
     dfs = MiniDfsFixture.start(base.resolve("dfs"), DATANODES);
-    DataNode dn = dfs.cluster().getDataNodes().get(0);
-    slowNode = new SlowDataNode(threadGroupOf(dn), dn.getDatanodeId().getXferAddr());
-    previous = DataNodeFaultInjector.get();
-    DataNodeFaultInjector.set(slowNode);
+    injector = SlowDataNodeInjector.install(dfs.cluster());
+    slowNode = injector.dataNodes().get(0);
   }
 
   @AfterAll
   static void stopCluster() {
-    if (slowNode != null) {
-      slowNode.release();
-      DataNodeFaultInjector.set(previous);
+    if (injector != null) {
+      injector.close();
     }
     if (dfs != null) {
       dfs.close();
@@ -93,15 +87,8 @@ class SlowDataNodeIT {
 
   @AfterEach
   void release() {
-    slowNode.release();
+    injector.release();
     pool.shutdownNow();
-  }
-
-  /** The DataNode's xceiver thread group: its own, so the injector can tell who calls. */
-  private static ThreadGroup threadGroupOf(DataNode dn) throws ReflectiveOperationException {
-    Field group = DataNode.class.getDeclaredField("threadGroup");
-    group.setAccessible(true);
-    return (ThreadGroup) group.get(dn);
   }
 
   /** Small files until every DataNode has been seen working. */
@@ -118,7 +105,7 @@ class SlowDataNodeIT {
    */
   private List<String> steerOntoTheSlowDataNode() {
     List<String> others = new ArrayList<>(slow.known());
-    others.remove(slowNode.address);
+    others.remove(slowNode);
     List<String> rest = List.copyOf(others.subList(2, 5));
     slow.suspect(rest);
     return rest;
@@ -156,25 +143,25 @@ class SlowDataNodeIT {
     learnEveryDataNode();
     List<String> rest = steerOntoTheSlowDataNode();
     HedgedWriter hedger = hedger();
-    slowNode.slow();
+    injector.slow(slowNode);
 
     CompletableFuture<HedgedPublish> publish =
         CompletableFuture.supplyAsync(
             () -> hedger.publish(storage, "commit", "commit-h", new byte[4096]), pool);
-    Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> slowNode.held() > 0);
+    Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> injector.held() > 0);
     forgetSuspicions(); // before the hedge deadline: only the stuck write's report counts now
     HedgedPublish published = publish.get(60, TimeUnit.SECONDS);
 
     assertThat(published.hedgeFired()).isTrue();
     assertThat(published.hedgeWon()).isTrue();
-    assertThat(slowNode.held()).as("the primary is still held").isPositive();
-    assertThat(slow.suspects()).contains(slowNode.address).doesNotContainAnyElementsOf(rest);
+    assertThat(injector.held()).as("the primary is still held").isPositive();
+    assertThat(slow.suspects()).contains(slowNode).doesNotContainAnyElementsOf(rest);
     assertThat(blockLocations("commit-h"))
         .hasSize(3)
-        .doesNotContain(slowNode.address)
+        .doesNotContain(slowNode)
         .containsExactlyInAnyOrderElementsOf(rest);
 
-    slowNode.release(); // the primary completes late, loses, and is deleted
+    injector.release(); // the primary completes late, loses, and is deleted
     Awaitility.await()
         .atMost(Duration.ofSeconds(60))
         .until(() -> hedger.policy().metrics().snapshot().losersCleaned() == 1);
@@ -192,30 +179,30 @@ class SlowDataNodeIT {
     String firstJournal = journalOf(first.segment());
     Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> journals().size() == 2);
     for (String journal : journals()) {
-      assertThat(blockLocations(journal)).as(journal).contains(slowNode.address);
+      assertThat(blockLocations(journal)).as(journal).contains(slowNode);
     }
 
-    slowNode.slow();
+    injector.slow(slowNode);
     CompletableFuture<GroupCommitter.Result> stuck =
         CompletableFuture.supplyAsync(() -> commit(committer, 2), pool);
-    Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> slowNode.held() > 0);
+    Awaitility.await().atMost(Duration.ofSeconds(60)).until(() -> injector.held() > 0);
     forgetSuspicions();
     GroupCommitter.Result second = stuck.get(60, TimeUnit.SECONDS);
 
     assertThat(second.published().hedgeWon()).isTrue();
     assertThat(second.segment()).endsWith("-h.segment");
-    assertThat(slowNode.held()).as("the append is still held").isPositive();
-    assertThat(blockLocations(second.segment())).doesNotContain(slowNode.address);
+    assertThat(injector.held()).as("the append is still held").isPositive();
+    assertThat(blockLocations(second.segment())).doesNotContain(slowNode);
 
     GroupCommitter.Result third = commit(committer, 3);
     String thirdJournal = journalOf(third.segment());
     assertThat(thirdJournal).isNotEqualTo(firstJournal);
     assertThat(blockLocations(thirdJournal))
         .hasSize(3)
-        .doesNotContain(slowNode.address)
+        .doesNotContain(slowNode)
         .containsExactlyInAnyOrderElementsOf(rest);
-    assertThat(slowNode.held()).isPositive();
-    slowNode.release();
+    assertThat(injector.held()).isPositive();
+    injector.release();
   }
 
   private static GroupCommitter.Result commit(GroupCommitter committer, long version) {
@@ -234,71 +221,5 @@ class SlowDataNodeIT {
   private static String journalOf(String record) {
     assertThat(record).contains(".journal@");
     return record.substring(0, record.indexOf(".journal@") + ".journal".length());
-  }
-
-  /**
-   * Holds every packet and ack of one DataNode while it is slow: its xceiver threads (receiving,
-   * mirroring downstream, writing to disk) and its packet responders (acks upstream) all run in the
-   * DataNode's own thread group, whatever its position in a pipeline.
-   */
-  private static final class SlowDataNode extends DataNodeFaultInjector {
-    final String address;
-    private final ThreadGroup group;
-    private final AtomicInteger held = new AtomicInteger();
-    private boolean slow; // guarded by this
-
-    SlowDataNode(ThreadGroup group, String address) {
-      this.group = group;
-      this.address = address;
-    }
-
-    synchronized void slow() {
-      slow = true;
-    }
-
-    synchronized void release() {
-      slow = false;
-      notifyAll();
-    }
-
-    int held() {
-      return held.get();
-    }
-
-    private void hold() {
-      if (Thread.currentThread().getThreadGroup() != group) {
-        return;
-      }
-      synchronized (this) {
-        if (!slow) {
-          return;
-        }
-        held.incrementAndGet();
-        try {
-          while (slow) {
-            wait();
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        } finally {
-          held.decrementAndGet();
-        }
-      }
-    }
-
-    @Override
-    public void delay() { // before a flush to disk and before each ack upstream
-      hold();
-    }
-
-    @Override
-    public void delayWriteToDisk() {
-      hold();
-    }
-
-    @Override
-    public void stopSendingPacketDownstream(String mirrorAddr) {
-      hold();
-    }
   }
 }

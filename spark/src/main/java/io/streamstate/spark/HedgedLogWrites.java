@@ -121,6 +121,11 @@ final class HedgedLogWrites {
     return sharedWriter(policy(conf)).policy().metrics().snapshot();
   }
 
+  /** The hedge deadline now of the writer that managers with {@code conf} use; for tests. */
+  static java.time.Duration deadline(Configuration conf) {
+    return sharedWriter(policy(conf)).policy().deadline();
+  }
+
   /** The counters of every log-write hedger of this JVM, summed; for tests and tools. */
   static synchronized HedgeMetrics.Snapshot totals() {
     HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
