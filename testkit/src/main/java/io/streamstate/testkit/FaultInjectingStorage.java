@@ -543,8 +543,12 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
       return file.name();
     }
 
+    /**
+     * Synchronized, as a real file's append is: an append stalled here (a pipeline that does not
+     * answer) holds the file, and the next append waits behind it.
+     */
     @Override
-    public long append(byte[] bytes) {
+    public synchronized long append(byte[] bytes) {
       if (!file.isOpen()) {
         throw new IllegalStateException(file.name() + " is closed for appends");
       }

@@ -124,7 +124,7 @@ public final class InMemoryStorage implements Storage, SupportsBulkDelete, Suppo
 
   private final class MemoryAppendable implements AppendableFile {
     private final String name;
-    private long length;
+    private volatile long length; // written under the monitor, read without it
     private volatile boolean open = true;
     private boolean fenced; // guarded by this
 
@@ -170,7 +170,7 @@ public final class InMemoryStorage implements Storage, SupportsBulkDelete, Suppo
     }
 
     @Override
-    public synchronized long length() {
+    public long length() {
       return length;
     }
 

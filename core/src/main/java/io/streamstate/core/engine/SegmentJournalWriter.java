@@ -94,10 +94,17 @@ final class SegmentJournalWriter {
 
     int inFlight;
 
-    Journal(AppendableFile file, long createdMillis, long closeByMillis) {
+    /**
+     * The header plus every record an append was started for: the roll rule's size, kept here so
+     * that no decision under the writer's lock waits for the file, which a stalled append holds.
+     */
+    long reservedBytes;
+
+    Journal(AppendableFile file, long createdMillis, long closeByMillis, long headerBytes) {
       this.file = file;
       this.createdMillis = createdMillis;
       this.closeByMillis = closeByMillis;
+      this.reservedBytes = headerBytes;
     }
   }
 
@@ -201,12 +208,13 @@ final class SegmentJournalWriter {
         standby = startCreate();
       }
       j.inFlight++;
+      j.reservedBytes += recordLength;
       return j;
     }
   }
 
   private boolean takesAppend(Journal j, long recordLength, long now) {
-    long length = j.file.length();
+    long length = j.reservedBytes;
     return !j.retired
         && j.file.isOpen()
         && now < j.closeByMillis
@@ -278,7 +286,7 @@ final class SegmentJournalWriter {
       throw e;
     }
     journalsCreated.incrementAndGet();
-    return new Journal(file, now, closeBy);
+    return new Journal(file, now, closeBy, SegmentJournalFile.HEADER_LENGTH);
   }
 
   /** Whether the storage suspects {@code j}'s writes of being slow (and that was not accepted). */
@@ -287,16 +295,13 @@ final class SegmentJournalWriter {
   }
 
   /**
-   * After a late append to {@code late} (called just before its hedge starts): reports it to the
-   * storage, retires it, and replaces the standby if that is suspected now or not created yet (its
-   * create may have chosen the same slow DataNodes, or be stuck behind them). The replacement is
-   * created after the report, so the storage can place it elsewhere; the old standby is closed once
-   * its create returns (an empty journal, swept by time).
+   * After a late append to {@code late} (run in the background once its hedge started and the
+   * storage has the report): retires it, and replaces the standby if that is suspected now or not
+   * created yet (its create may have chosen the same slow DataNodes, or be stuck behind them). The
+   * replacement is created after the report, so the storage can place it elsewhere; the old standby
+   * is closed once its create returns (an empty journal, swept by time).
    */
   private void moveAwayFrom(Journal late) {
-    if (reports != null) {
-      reports.reportLateWrite(late.file.name());
-    }
     retire(late);
     synchronized (lock) {
       CompletableFuture<Journal> old = standby;
@@ -373,12 +378,20 @@ final class SegmentJournalWriter {
       return !SegmentJournalReader.isRecord(name) && fallback.discard(name);
     }
 
+    /**
+     * Reports the late journal at once, so that the hedge's file is placed away from its pipeline,
+     * and moves later commits away from it in the background: that needs the writer's lock, which
+     * another commit may hold while it waits for a standby journal, and the hedge must not wait.
+     */
     @Override
     public void hedgeStarted() {
       hedged = true;
       Journal j = journal;
       if (j != null) {
-        moveAwayFrom(j);
+        if (reports != null) {
+          reports.reportLateWrite(j.file.name());
+        }
+        BACKGROUND.execute(() -> moveAwayFrom(j));
       } else {
         fallback.hedgeStarted(); // no journal yet, or the fallback file is being written
       }

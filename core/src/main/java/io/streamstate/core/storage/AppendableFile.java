@@ -21,7 +21,10 @@ public interface AppendableFile extends AutoCloseable {
    */
   long append(byte[] bytes);
 
-  /** The bytes appended so far (the file's length as this writer knows it). */
+  /**
+   * The bytes appended so far (the file's length as this writer knows it). Never waits for an
+   * append in progress: it may be called while one is stalled.
+   */
   long length();
 
   /** Whether appends are still accepted: not closed, and no append failed. */

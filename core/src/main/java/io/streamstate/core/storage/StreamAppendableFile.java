@@ -10,7 +10,7 @@ import java.io.IOException;
 public abstract class StreamAppendableFile implements AppendableFile {
   private final String name;
   private final String location;
-  private long length;
+  private volatile long length; // written under the monitor, read without it
   private volatile boolean open = true;
 
   /**
@@ -59,8 +59,9 @@ public abstract class StreamAppendableFile implements AppendableFile {
     return offset;
   }
 
+  /** Never waits for an append in progress (it holds the monitor while it syncs). */
   @Override
-  public final synchronized long length() {
+  public final long length() {
     return length;
   }
 

@@ -102,6 +102,50 @@ class SegmentJournalSlowPipelineTest {
   }
 
   @Test
+  void twoGroupCommitsBehindOneStalledJournalAppendBothReturnThroughTheirHedges() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage faulty = FaultInjectingStorage.builder(durable, 8).build();
+    SlowPipelines storage = new SlowPipelines(faulty);
+    GroupCommitter committer =
+        new GroupCommitter(
+            storage, hedgerAfterOneSecond(), FOREVER, FOREVER, SegmentJournalSettings.defaults());
+    StoreGroup four = new StoreGroup(tmp, pool, 4);
+    List<VersionedStore> stores = four.openAll(storage, StoreOptions.defaults(), committer);
+    List<VersionedStore> early = stores.subList(0, 2);
+    List<VersionedStore> ahead = stores.subList(2, 4);
+    Stall stall = null;
+    try {
+      four.commitTogether(stores, 1);
+      four.commitTogether(ahead, 2);
+      String first = journalOf(listed(durable).get(1L).get(0));
+
+      // Two groups (versions 2 and 3) append to the same journal at once; its pipeline stalls.
+      // The first append holds the file, the second waits behind it: each must be rescued by its
+      // own hedge, never by the other's, and neither may wait for the stall to end.
+      stall = faulty.stall(CallKind.APPEND, n -> n.equals(first));
+      List<java.util.concurrent.Future<Long>> versionTwo = four.startTogether(early, 2);
+      List<java.util.concurrent.Future<Long>> versionThree = four.startTogether(ahead, 3);
+      for (java.util.concurrent.Future<Long> f : versionTwo) {
+        assertThat(f.get(WAIT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(2);
+      }
+      for (java.util.concurrent.Future<Long> f : versionThree) {
+        assertThat(f.get(WAIT.toSeconds(), TimeUnit.SECONDS)).isEqualTo(3);
+      }
+      assertThat(stall.blockedCalls()).as("appends still held by the stall").isPositive();
+      assertThat(storage.reports).contains(first);
+
+      four.commitTogether(early, 3);
+      assertThat(journalOf(listed(durable).get(3L).get(0))).isNotEqualTo(first);
+    } finally {
+      if (stall != null) {
+        stall.release();
+      }
+      stores.forEach(VersionedStore::close);
+    }
+    four.assertEveryStoreLoads(durable, 3);
+  }
+
+  @Test
   void aJournalTheStorageSuspectsIsRolledAwayFrom() throws Exception {
     InMemoryStorage durable = new InMemoryStorage();
     SlowPipelines storage = new SlowPipelines(FaultInjectingStorage.builder(durable, 6).build());
