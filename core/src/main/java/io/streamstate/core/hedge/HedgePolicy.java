@@ -236,7 +236,9 @@ public final class HedgePolicy {
   /**
    * Records the latency of one successful create, from its start until it returned. Every copy that
    * succeeds is recorded, late losers too, so that the window sees the real tail and not only the
-   * winners (which would pull the deadline ever lower).
+   * winners (which would pull the deadline ever lower); {@link HedgedWriter} records a loser as
+   * slow as its race took, no slower (a loser stuck for seconds would lift the deadline for a whole
+   * window).
    */
   public void recordLatency(Duration latency) {
     recordLatencyNanos(latency.toNanos());

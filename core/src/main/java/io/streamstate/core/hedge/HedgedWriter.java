@@ -315,15 +315,22 @@ public final class HedgedWriter {
         failure = t;
       }
       long now = System.nanoTime();
-      if (failure == null) {
-        policy.recordLatencyNanos(now - submittedNanos);
-      }
       boolean lost;
       synchronized (this) {
         done[copy] = true;
         failures[copy] = failure;
         written[copy] = name;
         HedgeMetrics metrics = policy.metrics();
+        if (failure == null) {
+          // A copy that lost counts as slow as the race took, no slower: it shows the tail, but
+          // a loser stuck for seconds behind what the hedge went around (a slow DataNode) would
+          // lift the deadline of every write after it for a whole window.
+          long sample = now - submittedNanos;
+          if (winner >= 0) {
+            sample = Math.min(sample, startNanos + winnerLatencyNanos - submittedNanos);
+          }
+          policy.recordLatencyNanos(sample);
+        }
         if (failure == null && winner < 0) {
           winner = copy;
           winnerLatencyNanos = now - startNanos;

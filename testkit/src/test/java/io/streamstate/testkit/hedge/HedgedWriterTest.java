@@ -93,6 +93,33 @@ class HedgedWriterTest {
   }
 
   @Test
+  void aLateLoserCountsAsSlowAsItsRaceNeverSlower() throws Exception {
+    Stall primary = stall(PRIMARY);
+    // The deadline is the slowest latency recorded (percentile 1, multiplier 1), from one sample.
+    HedgePolicy policy =
+        HedgePolicy.builder()
+            .floor(Duration.ZERO)
+            .initialDeadline(Duration.ZERO)
+            .percentile(1.0)
+            .multiplier(1.0)
+            .minSamples(1)
+            .build();
+    HedgedWriter writer = writer(policy);
+
+    HedgedPublish result = writer.publish(storage, PRIMARY, ALTERNATE, content);
+    assertThat(result.hedgeWon()).isTrue();
+    // The primary is held until after the race ended: its own latency exceeds the race's.
+    assertThat(primary.awaitBlocked(1, WAIT)).isTrue();
+    primary.release();
+    awaitBackgroundWork();
+
+    assertThat(metrics(writer).losersCleaned()).as("the late primary completed").isEqualTo(1);
+    assertThat(policy.deadline())
+        .as("the late primary is a sample no slower than the race it lost")
+        .isLessThanOrEqualTo(result.latency());
+  }
+
+  @Test
   void primaryReleasedPastItsDeadlineWinsWhileTheHedgeIsStalled() throws Exception {
     Stall primary = stall(PRIMARY);
     Stall hedge = stall(ALTERNATE);
