@@ -31,9 +31,15 @@ import org.slf4j.LoggerFactory;
  *       #DEFAULT_SUSPECT_MILLIS} ms) from that report: we cannot tell which of them is slow, and
  *       the slow one is slow for a while (a busy disk, a GC pause, a failing NIC: seconds to tens
  *       of seconds). A later report extends the suspicion and counts once more against each node.
+ *   <li><b>d1' Noise.</b> A write reported late whose {@code hsync} returns within {@value
+ *       #NOISE_MILLIS} ms of its report was late by scheduling noise (a busy executor past a tight
+ *       hedge deadline), not held by a DataNode: its report is withdrawn, and a DataNode left with
+ *       no report stops being suspect. Without this, noise on a busy executor kept healthy
+ *       DataNodes suspect and pinned every new file to the others, the slow one among them when it
+ *       came.
  *   <li><b>d2 Known.</b> When a write's {@code hsync} returns, the DataNodes of its pipeline are
  *       known to work, for {@value #KNOWN_MILLIS} ms from then. Suspicion is not lifted by that (a
- *       late write completes too, once the slow node gets to it): only time lifts it.
+ *       late write completes too, once the slow node gets to it): only time lifts it, or d1'.
  *   <li><b>d3 Favoured nodes.</b> While any DataNode is suspect, new files are created on {@code
  *       replication} favoured DataNodes picked at random among the known ones that are not suspect,
  *       so that a hedge copy and the next journal go elsewhere than the late write. If too few are
@@ -70,6 +76,13 @@ public final class SlowDataNodes {
    * at random, possibly a suspect.
    */
   public static final long KNOWN_MILLIS = 600_000;
+
+  /**
+   * A write reported late that completes within this long of its report was late by scheduling
+   * noise (a busy executor past a tight hedge deadline), not held by a DataNode: its report is
+   * withdrawn (d1'). A DataNode that holds a pipeline holds it for seconds.
+   */
+  public static final long NOISE_MILLIS = 1_000;
 
   private static final Map<String, SlowDataNodes> BY_CLUSTER = new ConcurrentHashMap<>();
 
@@ -159,6 +172,36 @@ public final class SlowDataNodes {
           suspectMillis,
           pipeline);
     }
+  }
+
+  /**
+   * d1': a write whose lateness was reported at {@code reportedAtMillis} (this tracking's clock,
+   * {@link #nowMillis}) completed through {@code pipeline}. If that was within {@link
+   * #NOISE_MILLIS}, the report is withdrawn: each of its DataNodes loses one report, and stops
+   * being suspect when it has none left. Otherwise nothing changes (a stall's suspicion runs its
+   * time).
+   */
+  public void lateWriteCompleted(Collection<String> pipeline, long reportedAtMillis) {
+    if (!enabled() || pipeline.isEmpty()) {
+      return;
+    }
+    if (clock.getAsLong() - reportedAtMillis >= NOISE_MILLIS) {
+      return;
+    }
+    synchronized (this) {
+      for (String node : pipeline) {
+        Suspicion s = suspects.get(node);
+        if (s != null && --s.reports <= 0) {
+          suspects.remove(node);
+        }
+      }
+      anySuspects = !suspects.isEmpty();
+    }
+  }
+
+  /** This tracking's clock, in ms. */
+  public long nowMillis() {
+    return clock.getAsLong();
   }
 
   /** d2: a write through {@code pipeline} completed; its DataNodes are known to work. */

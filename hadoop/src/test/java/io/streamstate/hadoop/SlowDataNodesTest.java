@@ -94,6 +94,25 @@ class SlowDataNodesTest {
   }
 
   @Test
+  void aLateWriteThatCompletesWithinTheNoiseWindowWithdrawsItsReport() {
+    slow.recordWorking(ALL);
+    slow.suspect(List.of("a:1", "b:1", "c:1")); // a stall, reported at t0
+    long stalledAt = now.get();
+    now.addAndGet(200);
+    slow.suspect(List.of("c:1", "d:1", "e:1")); // noise: completes 300 ms after its report
+    long noisyAt = now.get();
+    now.addAndGet(300);
+    slow.lateWriteCompleted(List.of("c:1", "d:1", "e:1"), noisyAt);
+    // d and e had only the noisy report; c keeps the stall's.
+    assertThat(slow.suspects()).containsExactly("a:1", "b:1", "c:1");
+
+    now.addAndGet(SlowDataNodes.NOISE_MILLIS); // the stalled write completes seconds late
+    slow.lateWriteCompleted(List.of("a:1", "b:1", "c:1"), stalledAt);
+    assertThat(slow.suspects()).containsExactly("a:1", "b:1", "c:1");
+    assertThat(slow.favoredNodes(3)).containsExactlyInAnyOrder("d:1", "e:1", "f:1");
+  }
+
+  @Test
   void aPipelineIsWorthLeavingOnlyIfANewOneCanAvoidEverySuspect() {
     slow.recordWorking(ALL);
     slow.suspect(List.of("a:1", "b:1", "c:1"));
