@@ -44,8 +44,10 @@ import org.slf4j.LoggerFactory;
  *       replication} favoured DataNodes picked at random among the known ones that are not suspect,
  *       so that a hedge copy and the next journal go elsewhere than the late write. If too few are
  *       known, the rest are the suspects reported least often (the slow node is in every late
- *       pipeline, its neighbours only in some); if none is known, the file system places the file
- *       as usual. With no suspect, files are placed as usual (local and rack-aware).
+ *       pipeline, its neighbours only in some), also when every known DataNode is suspect (several
+ *       writes late at once through different pipelines); only when nothing is known but as many
+ *       suspects as the file needs does the file system place the file as usual. With no suspect,
+ *       files are placed as usual (local and rack-aware).
  * </ol>
  *
  * <p>One instance per cluster (file system scheme and authority) per process, shared by every
@@ -280,15 +282,19 @@ public final class SlowDataNodes {
       }
       suspects.forEach((node, s) -> suspected.add(Map.entry(node, s.reports)));
     }
-    if (healthy.isEmpty()) {
-      return List.of();
-    }
     ThreadLocalRandom random = ThreadLocalRandom.current();
     Collections.shuffle(healthy, random);
     if (healthy.size() >= replication) {
       return List.copyOf(healthy.subList(0, replication));
     }
-    // Too few known: fill with the suspects reported least often, ties in random order.
+    if (healthy.isEmpty() && suspected.size() <= replication) {
+      // Nothing known but what was late (one pipeline, say): no choice to make, and the file
+      // system may know better DataNodes than this process does.
+      return List.of();
+    }
+    // Too few known, or none (several writes late at once through different pipelines made every
+    // DataNode suspect): fill with the suspects reported least often, ties in random order. The
+    // slow node is in every late pipeline, its neighbours only in some: it comes last.
     Collections.shuffle(suspected, random);
     suspected.sort(Comparator.comparingInt(Map.Entry::getValue));
     List<String> favored = new ArrayList<>(healthy);

@@ -73,6 +73,20 @@ class SlowDataNodesTest {
   }
 
   @Test
+  void whenEveryKnownDataNodeIsSuspectTheOnesReportedLeastAreFavoured() {
+    slow.recordWorking(ALL);
+    // Writes late at once through different pipelines, each through the slow node a:1.
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    slow.suspect(List.of("d:1", "a:1", "e:1"));
+    slow.suspect(List.of("f:1", "b:1", "a:1"));
+    slow.suspect(List.of("c:1", "a:1", "d:1"));
+    assertThat(slow.suspects()).hasSize(6);
+    for (int i = 0; i < 20; i++) {
+      assertThat(slow.favoredNodes(3)).hasSize(3).doesNotContain("a:1");
+    }
+  }
+
+  @Test
   void aDataNodeNotSeenWorkingForLongIsForgotten() {
     slow.recordWorking(List.of("d:1", "e:1", "f:1"));
     now.addAndGet(SlowDataNodes.KNOWN_MILLIS / 2);

@@ -80,7 +80,7 @@ import scala.jdk.javaapi.CollectionConverters;
  *       writes are hedged (token bucket per executor)</td></tr>
  *   <tr><td>{@value #HEDGE_STALLED_AFTER_MS}</td><td>1000</td><td>a write still running this long
  *       whose hedge the budget refused is hedged from a small reserve kept for stuck writes (1 % of
- *       writes, 2 at once)</td></tr>
+ *       writes, 8 at once)</td></tr>
  * </table>
  *
  * <p>The hedge settings are per executor JVM: the first store opened in a JVM fixes them, like the

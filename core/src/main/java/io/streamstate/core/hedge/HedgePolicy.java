@@ -31,7 +31,8 @@ import java.util.Arrays;
  * {@code reserveBurst}; a write still running {@code stalledAfter} after it started, and not hedged
  * because the budget was spent, is hedged with a reserve token ({@link #tryAcquireReserve()}). No
  * noise lasts that long, so the reserve is there when a write is really stuck; it still bounds the
- * hedges of a store that is slow for everyone.
+ * hedges of a store that is slow for everyone. Its burst covers the writes one slow DataNode holds
+ * at once (a stage's output files, say).
  *
  * <h2>Defaults</h2>
  *
@@ -49,7 +50,7 @@ import java.util.Arrays;
  *   <tr><td>{@link Builder#budgetBurst budgetBurst}</td><td>5 tokens</td></tr>
  *   <tr><td>{@link Builder#stalledAfter stalledAfter}</td><td>1 s</td></tr>
  *   <tr><td>{@link Builder#reserveFraction reserveFraction}</td><td>0.01</td></tr>
- *   <tr><td>{@link Builder#reserveBurst reserveBurst}</td><td>2 tokens</td></tr>
+ *   <tr><td>{@link Builder#reserveBurst reserveBurst}</td><td>8 tokens</td></tr>
  * </table>
  */
 public final class HedgePolicy {
@@ -67,7 +68,7 @@ public final class HedgePolicy {
     private double budgetBurst = 5;
     private Duration stalledAfter = Duration.ofSeconds(1);
     private double reserveFraction = 0.01;
-    private double reserveBurst = 2;
+    private double reserveBurst = 8;
 
     private Builder() {}
 
