@@ -387,6 +387,9 @@ public final class SimulatedFileSystem extends FileSystem
     return model;
   }
 
+  /** A request the model held this long is logged to stderr with its thread. */
+  private static final long STALL_LOG_MS = 3000;
+
   /** Counts one request of kind {@code op} on {@code area} and pays its latency. */
   private void delay(Op op, long bytes, Area area) throws IOException {
     delay(op, bytes, area, null, null);
@@ -413,6 +416,15 @@ public final class SimulatedFileSystem extends FileSystem
             path,
             DataNodeCluster.names(pipeline),
             (long) d.slowNodeWaitMs(),
+            Thread.currentThread().getName());
+      } else if (d.modelMs() >= STALL_LOG_MS) {
+        // A stall of the per-write model (slow-datanode): which write, and whose thread it held.
+        System.err.printf(
+            "simfs %s: %s of %s stalled %d ms (thread %s)%n",
+            uri.getAuthority(),
+            op,
+            path == null ? "(a metadata request)" : path,
+            (long) d.modelMs(),
             Thread.currentThread().getName());
       }
     } catch (InterruptedException e) {
