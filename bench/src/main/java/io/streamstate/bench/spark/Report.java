@@ -7,15 +7,18 @@ import java.awt.Graphics2D;
 import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.stream.DoubleStream;
 import java.util.stream.Stream;
 import javax.imageio.ImageIO;
 
@@ -51,7 +54,7 @@ final class Report {
     }
   }
 
-  static void write(Path dir, SideBySideBenchmark.Settings settings, long seconds)
+  static void write(Path dir, BenchSettings settings, long seconds)
       throws IOException {
     List<Row> rows = new ArrayList<>();
     try (Stream<Path> files = Files.list(dir)) {
@@ -247,12 +250,12 @@ final class Report {
    * it has in the providers' declared order; null if it has none of ours. The no-durability
    * baseline is never ours.
    */
-  static String reference(java.util.Collection<String> labels, List<String> order) {
+  static String reference(Collection<String> labels, List<String> order) {
     if (labels.contains(OURS)) {
       return OURS;
     }
     List<String> candidates = new ArrayList<>(order);
-    for (SideBySideBenchmark.Provider p : SideBySideBenchmark.Provider.values()) {
+    for (Provider p : Provider.values()) {
       candidates.add(p.label);
     }
     for (String label : candidates) {
@@ -264,10 +267,9 @@ final class Report {
   }
 
   private static boolean isOurs(String label) {
-    for (SideBySideBenchmark.Provider p : SideBySideBenchmark.Provider.values()) {
+    for (Provider p : Provider.values()) {
       if (p.label.equals(label)) {
-        return p.className.equals(SideBySideBenchmark.Provider.STREAMSTATE.className)
-            && !p.discardsState;
+        return p.ours();
       }
     }
     return false;
@@ -354,13 +356,13 @@ final class Report {
   private static void heapSection(
       StringBuilder md,
       Map<String, Map<String, List<Row>>> groups,
-      SideBySideBenchmark.Settings settings,
+      BenchSettings settings,
       List<String> order,
       Path dir) {
     md.append("## Memory at the large state size\n\n");
     md.append(
         "Each provider in a JVM of its own (-Xmx "
-            + System.getProperty("bench.childXmx", "6g")
+            + BenchSettings.childXmx()
             + "). heap = heap used after a forced full GC (`System.gc()`, MemoryMXBean), MB;"
             + " RSS = the process's resident set (`VmRSS`: heap, RocksDB's native memory,"
             + " everything), MB. baseline = before the query started (Spark session up). The"
@@ -425,7 +427,7 @@ final class Report {
       try {
         timeChart(md, dir, base, g.getKey().replace('|', ' '), g.getValue(), reference);
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        throw new UncheckedIOException(e);
       }
     }
     md.append("\n");
@@ -457,7 +459,7 @@ final class Report {
   }
 
   private static int providerIndex(String label) {
-    SideBySideBenchmark.Provider[] all = SideBySideBenchmark.Provider.values();
+    Provider[] all = Provider.values();
     for (int i = 0; i < all.length; i++) {
       if (all[i].label.equals(label)) {
         return i;
@@ -471,13 +473,13 @@ final class Report {
     return k >= 1_000_000 ? k / 1_000_000 + "M" : k / 1000 + "k";
   }
 
-  private static double[] sorted(java.util.stream.DoubleStream s) {
+  private static double[] sorted(DoubleStream s) {
     double[] a = s.filter(x -> !Double.isNaN(x)).toArray();
     Arrays.sort(a);
     return a;
   }
 
-  private static double mean(java.util.stream.DoubleStream s) {
+  private static double mean(DoubleStream s) {
     return s.filter(x -> !Double.isNaN(x)).average().orElse(Double.NaN);
   }
 

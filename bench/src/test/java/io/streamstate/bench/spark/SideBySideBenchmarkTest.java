@@ -3,12 +3,16 @@ package io.streamstate.bench.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.bench.spark.SideBySideBenchmark.Provider;
-import io.streamstate.bench.spark.SideBySideBenchmark.Settings;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** Option parsing, provider variants and the per-batch CSV's columns; runs no query. */
+/**
+ * The harness's parts that run no query: option parsing ({@link BenchSettings}), the child-JVM
+ * protocol, the round plan ({@link RoundPlan}), provider variants ({@link Provider}) and the
+ * per-batch CSV's columns ({@link BatchCsv}).
+ */
 class SideBySideBenchmarkTest {
   private static final String GROUP_COMMIT =
       "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
@@ -25,7 +29,7 @@ class SideBySideBenchmarkTest {
 
   @Test
   void theVariantsOfOursRunOnlyWhenNamed() {
-    assertThat(Settings.parse(new String[] {"--mode", "short"}).providers)
+    assertThat(BenchSettings.parse(new String[] {"--mode", "short"}).providers)
         .containsExactly(
             Provider.STREAMSTATE,
             Provider.HDFS,
@@ -33,17 +37,17 @@ class SideBySideBenchmarkTest {
             Provider.ROCKSDB_CHANGELOG,
             Provider.NO_DURABILITY);
     assertThat(
-            Settings.parse(
+            BenchSettings.parse(
                     new String[] {
                       "--mode", "short", "--providers", "streamstate,streamstate-nogroup,hdfs"
                     })
                 .providers)
         .containsExactly(Provider.STREAMSTATE, Provider.STREAMSTATE_NOGROUP, Provider.HDFS);
     assertThat(
-            Settings.parse(new String[] {"--providers", "streamstate-nohedge,streamstate-nogroup"})
+            BenchSettings.parse(new String[] {"--providers", "streamstate-nohedge,streamstate-nogroup"})
                 .providers)
         .containsExactly(Provider.STREAMSTATE_NOHEDGE, Provider.STREAMSTATE_NOGROUP);
-    assertThatThrownBy(() -> Settings.parse(new String[] {"--providers", "streamstate-nogroups"}))
+    assertThatThrownBy(() -> BenchSettings.parse(new String[] {"--providers", "streamstate-nogroups"}))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("Unknown provider streamstate-nogroups");
   }
@@ -126,14 +130,14 @@ class SideBySideBenchmarkTest {
         new Provider[] {Provider.HDFS, Provider.ROCKSDB, Provider.ROCKSDB_CHANGELOG}) {
       assertThat(p.variantConfs()).as(p.label).isEmpty();
       assertThat(p.checkpointFileManager())
-          .isEqualTo(SideBySideBenchmark.SPARK_FILE_SYSTEM_MANAGER);
+          .isEqualTo(Provider.SPARK_FILE_SYSTEM_MANAGER);
     }
   }
 
   @Test
   void aVariantWhoseCommitProtocolIsNotOnTheClassPathFailsBeforeAnyRound() {
-    Settings s =
-        Settings.parse(
+    BenchSettings s =
+        BenchSettings.parse(
             new String[] {"--providers", "streamstate-tailfree-nohedge,hdfs", "--sink", "parquet"});
     assertThatThrownBy(() -> s.requireClasses(c -> false))
         .isInstanceOf(IllegalArgumentException.class)
@@ -144,22 +148,22 @@ class SideBySideBenchmarkTest {
         .hasMessageContaining("leave streamstate-tailfree-nohedge out of --providers");
     s.requireClasses(c -> c.equals(HEDGED_COMMIT_PROTOCOL));
     // Providers that name no such class never ask.
-    Settings.parse(new String[] {"--providers", "streamstate,hdfs,streamstate-logjournal"})
+    BenchSettings.parse(new String[] {"--providers", "streamstate,hdfs,streamstate-logjournal"})
         .requireClasses(
             c -> {
               throw new AssertionError("asked for " + c);
             });
     // The real check loads classes by name.
-    assertThat(SideBySideBenchmark.onClassPath(RENAME_FREE)).isTrue();
-    assertThat(SideBySideBenchmark.onClassPath("io.streamstate.spark.NoSuchClass")).isFalse();
+    assertThat(BenchSettings.onClassPath(RENAME_FREE)).isTrue();
+    assertThat(BenchSettings.onClassPath("io.streamstate.spark.NoSuchClass")).isFalse();
   }
 
   @Test
   void theSinkIsNoopUnlessParquetIsAsked() {
-    assertThat(Settings.parse(new String[] {"--mode", "short"}).fileSink()).isFalse();
-    assertThat(Settings.parse(new String[] {"--sink", "noop"}).fileSink()).isFalse();
-    assertThat(Settings.parse(new String[] {"--sink", "parquet"}).fileSink()).isTrue();
-    assertThatThrownBy(() -> Settings.parse(new String[] {"--sink", "csv"}))
+    assertThat(BenchSettings.parse(new String[] {"--mode", "short"}).fileSink()).isFalse();
+    assertThat(BenchSettings.parse(new String[] {"--sink", "noop"}).fileSink()).isFalse();
+    assertThat(BenchSettings.parse(new String[] {"--sink", "parquet"}).fileSink()).isTrue();
+    assertThatThrownBy(() -> BenchSettings.parse(new String[] {"--sink", "csv"}))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("--sink is noop or parquet, not csv");
   }
@@ -167,20 +171,107 @@ class SideBySideBenchmarkTest {
   @Test
   void theSlowDataNodePeriodsProfileIsAStorageOnRequest() {
     assertThat(
-            Settings.parse(new String[] {"--storages", "slow-datanode,slow-datanode-periods"})
+            BenchSettings.parse(new String[] {"--storages", "slow-datanode,slow-datanode-periods"})
                 .storages)
         .containsExactly("slow-datanode", "slow-datanode-periods");
-    assertThat(Settings.parse(new String[] {"--mode", "short"}).storages)
+    assertThat(BenchSettings.parse(new String[] {"--mode", "short"}).storages)
         .doesNotContain("slow-datanode-periods");
-    assertThatThrownBy(() -> Settings.parse(new String[] {"--storages", "slow-datanodes"}))
+    assertThatThrownBy(() -> BenchSettings.parse(new String[] {"--storages", "slow-datanodes"}))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("Unknown storage slow-datanodes");
   }
 
   @Test
+  void aChildJvmGetsTheOrchestratorsOptionsThenItsRoundAndCell() {
+    BenchSettings parent =
+        BenchSettings.parse(
+            new String[] {"--mode", "heap", "--providers", "streamstate,hdfs", "--conf", "a=b"});
+    assertThat(parent.child()).isFalse();
+    List<String> args = parent.childArgs(2, Path.of("/results/x"), 1);
+    assertThat(args)
+        .containsExactly(
+            "--mode",
+            "heap",
+            "--providers",
+            "streamstate,hdfs",
+            "--conf",
+            "a=b",
+            "--child-round",
+            "2",
+            "--dir",
+            "/results/x",
+            "--child-cell",
+            "1");
+    BenchSettings child = BenchSettings.parse(args.toArray(new String[0]));
+    assertThat(child.child()).isTrue();
+    assertThat(child.childRound).isEqualTo(2);
+    assertThat(child.childCell).isEqualTo(1);
+    assertThat(child.dir).isEqualTo("/results/x");
+    assertThat(child.confs).isEqualTo(Map.of("a", "b"));
+    // The protocol's options are never passed on as the run's own.
+    assertThat(child.args).isEqualTo(parent.args);
+    assertThat(parent.childArgs(0, Path.of("/r"), -1))
+        .endsWith("--child-round", "0", "--dir", "/r")
+        .doesNotContain("--child-cell");
+  }
+
+  @Test
+  void eachRoundRotatesTheProvidersByOneInTheMatrixTheSaturationCellsAndTheWarmUp() {
+    RoundPlan plan =
+        new RoundPlan(
+            BenchSettings.parse(
+                new String[] {
+                  "--providers", "streamstate,hdfs,rocksdb",
+                  "--storages", "local",
+                  "--workloads", "window-agg",
+                  "--saturation-rows", "1000"
+                }));
+    assertThat(plan.providers(0))
+        .containsExactly(Provider.STREAMSTATE, Provider.HDFS, Provider.ROCKSDB);
+    assertThat(plan.providers(1))
+        .containsExactly(Provider.HDFS, Provider.ROCKSDB, Provider.STREAMSTATE);
+    List<Cell> cells = plan.cells(1);
+    assertThat(cells)
+        .extracting(Cell::id)
+        .containsExactly("000", "001", "002", "003", "004", "005");
+    assertThat(cells)
+        .extracting(Cell::kind)
+        .containsExactly("matrix", "matrix", "matrix", "saturation", "saturation", "saturation");
+    assertThat(cells)
+        .extracting(Cell::provider)
+        .containsExactly(
+            Provider.HDFS,
+            Provider.ROCKSDB,
+            Provider.STREAMSTATE,
+            Provider.HDFS,
+            Provider.ROCKSDB,
+            Provider.STREAMSTATE);
+    assertThat(cells.get(3).rowsPerBatch()).isEqualTo(1000);
+    assertThat(plan.warmUp(1))
+        .extracting(Cell::id)
+        .containsExactly("warmup-window-agg", "warmup-hdfs", "warmup-rocksdb", "warmup-streamstate");
+  }
+
+  @Test
+  void theTrimmedMatrixRunsTheBaselineOnLocalDiskOnlyAndOnS3OnlyTheSeedJob() {
+    RoundPlan trimmed = new RoundPlan(BenchSettings.parse(new String[] {"--mode", "short"}));
+    assertThat(trimmed.runs(Provider.NO_DURABILITY, Workload.DEDUP, "local")).isTrue();
+    assertThat(trimmed.runs(Provider.NO_DURABILITY, Workload.WINDOW_AGG, "slow-datanode"))
+        .isFalse();
+    assertThat(trimmed.runs(Provider.HDFS, Workload.JOIN, "s3")).isFalse();
+    assertThat(trimmed.runs(Provider.HDFS, Workload.WINDOW_AGG, "s3")).isTrue();
+    // 5 providers x 3 workloads on local, 4 x 3 on slow-datanode and busy-namenode, 4 x 1 on s3,
+    // then a saturation cell per provider.
+    assertThat(trimmed.cells(0)).hasSize(15 + 12 + 12 + 4 + 5);
+    RoundPlan full =
+        new RoundPlan(BenchSettings.parse(new String[] {"--mode", "short", "--matrix", "full"}));
+    assertThat(full.runs(Provider.NO_DURABILITY, Workload.JOIN, "s3")).isTrue();
+  }
+
+  @Test
   void theCsvHasAColumnForEveryCounterOfTheSimulatedStorage() {
     Map<String, Long> counters = SimulatedFileSystem.counters("none.csv-columns-test").snapshot();
-    assertThat(SideBySideBenchmark.CSV_COLUMNS)
+    assertThat(BatchCsv.COLUMNS)
         .contains(counters.keySet().toArray(new String[0]))
         .contains("stateMetadataOps", "stateCreate", "stateList")
         .contains("sinkFilesWritten", "sinkMetadataOps", "slowNodeWaits", "slowNodeWaitMs")
