@@ -62,7 +62,10 @@ final class BatchCsv implements AutoCloseable {
     "favoredCreates"
   };
 
-  /** Columns of the per-batch CSV: the batch's identity and timings, the counters, the clock. */
+  /**
+   * Columns of the per-batch CSV: the batch's identity and timings, the counters, the hedges
+   * ({@link HedgeColumns}), the clock.
+   */
   static final String[] COLUMNS =
       Stream.of(
               new String[] {
@@ -95,6 +98,7 @@ final class BatchCsv implements AutoCloseable {
                 "rocksdbTableReaderMb"
               },
               COUNTERS,
+              HedgeColumns.NAMES,
               new String[] {"sinceStartMs"})
           .flatMap(Arrays::stream)
           .toArray(String[]::new);

@@ -1,5 +1,6 @@
 package io.streamstate.bench.spark;
 
+import io.streamstate.core.hedge.HedgeMetrics;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -13,9 +14,10 @@ import org.apache.spark.sql.streaming.StreamingQueryProgress;
 
 /**
  * Records a row per progress of the query being measured, under the {@link BatchCsv}'s column
- * names: Spark's durations, state rows, heap, the simulated storage's counters since the previous
- * batch and, when asked (heap mode), a {@link MemorySampler} sample. Registered once per session;
- * {@link #start} names the query whose progress counts.
+ * names: Spark's durations, state rows, heap, the simulated storage's counters and the JVM's hedges
+ * ({@link HedgeColumns}) since the previous batch and, when asked (heap mode), a {@link
+ * MemorySampler} sample. Registered once per session; {@link #start} names the query whose progress
+ * counts.
  */
 final class BatchRecorder extends StreamingQueryListener {
   private volatile Recording current;
@@ -91,6 +93,7 @@ final class BatchRecorder extends StreamingQueryListener {
     private final boolean sampleMemory;
     private final List<Map<String, Object>> rows = new ArrayList<>();
     private Map<String, Long> lastCounters;
+    private HedgeMetrics.Snapshot[] lastHedges;
 
     private Recording(
         String name, int batches, String authority, long startEpochMs, boolean sampleMemory) {
@@ -101,6 +104,7 @@ final class BatchRecorder extends StreamingQueryListener {
       this.sampleMemory = sampleMemory;
       this.lastCounters =
           authority == null ? null : SimulatedFileSystem.counters(authority).snapshot();
+      this.lastHedges = HedgeColumns.now();
     }
 
     /** Waits up to {@code ms} for all the batches asked for; whether they are all in. */
@@ -114,8 +118,8 @@ final class BatchRecorder extends StreamingQueryListener {
     }
 
     /**
-     * Adds the storage counters' increase since the previous batch to {@code row}, and keeps it
-     * unless all the batches asked for are in.
+     * Adds the storage counters' increase and this JVM's hedges since the previous batch to {@code
+     * row}, and keeps it unless all the batches asked for are in.
      */
     private synchronized void add(Map<String, Object> row) {
       if (authority != null) {
@@ -125,6 +129,7 @@ final class BatchRecorder extends StreamingQueryListener {
         }
         lastCounters = now;
       }
+      lastHedges = HedgeColumns.record(row, lastHedges);
       if (done.getCount() > 0) {
         rows.add(row);
       }
