@@ -165,8 +165,8 @@ final class BenchSettings {
   }
 
   /**
-   * The arguments of the child JVM that runs {@code round} (in heap mode only its {@code cell}, else
-   * -1) into the results folder {@code dir}: these options, then the protocol's.
+   * The arguments of the child JVM that runs {@code round} (in heap mode only its {@code cell},
+   * else -1) into the results folder {@code dir}: these options, then the protocol's.
    */
   List<String> childArgs(int round, Path dir, int cell) {
     List<String> child = new ArrayList<>(args);

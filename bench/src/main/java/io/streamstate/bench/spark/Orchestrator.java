@@ -54,7 +54,9 @@ final class Orchestrator {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-      if (!arg.startsWith("-Xmx") && !arg.startsWith("-agentlib") && !arg.startsWith("-javaagent")) {
+      if (!arg.startsWith("-Xmx")
+          && !arg.startsWith("-agentlib")
+          && !arg.startsWith("-javaagent")) {
         cmd.add(arg);
       }
     }

@@ -19,7 +19,8 @@ enum Provider {
   STREAMSTATE_NOGROUP(
       "streamstate-nogroup", "io.streamstate.spark.StreamStateProvider", false, false),
   /** Ours with our rename-free checkpoint file manager for Spark's logs (hedged on HDFS-like). */
-  STREAMSTATE_RFLOGS("streamstate-rflogs", "io.streamstate.spark.StreamStateProvider", false, false),
+  STREAMSTATE_RFLOGS(
+      "streamstate-rflogs", "io.streamstate.spark.StreamStateProvider", false, false),
   /** {@code streamstate-rflogs} with uncompressed changelogs: what compression buys. */
   STREAMSTATE_RFLOGS_RAW(
       "streamstate-rflogs-raw", "io.streamstate.spark.StreamStateProvider", false, false),

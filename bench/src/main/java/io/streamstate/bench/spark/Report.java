@@ -41,8 +41,7 @@ final class Report {
     }
   }
 
-  static void write(Path dir, BenchSettings settings, long seconds)
-      throws IOException {
+  static void write(Path dir, BenchSettings settings, long seconds) throws IOException {
     List<Row> rows = new ArrayList<>();
     try (Stream<Path> files = Files.list(dir)) {
       for (Path f : files.filter(p -> p.getFileName().toString().startsWith("batches-")).toList()) {

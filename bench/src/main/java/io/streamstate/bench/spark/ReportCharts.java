@@ -44,8 +44,7 @@ final class ReportCharts {
   }
 
   /** Batch duration CDF per provider, log x; {@code reference} drawn thicker. */
-  static void cdf(
-      Path file, String title, Map<String, double[]> durations, String reference)
+  static void cdf(Path file, String title, Map<String, double[]> durations, String reference)
       throws IOException {
     double max = 1;
     double min = Double.MAX_VALUE;

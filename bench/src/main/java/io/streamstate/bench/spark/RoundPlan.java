@@ -6,9 +6,9 @@ import java.util.Locale;
 
 /**
  * Which cells a round runs, in which order. Providers are innermost (A B C D E A B C D E ...) and
- * their order is rotated by one each round, so that machine drift hits all alike; the matrix
- * (key sizes, storages, workloads) comes first, then the saturation cells, and before both the
- * warm-up, not recorded.
+ * their order is rotated by one each round, so that machine drift hits all alike; the matrix (key
+ * sizes, storages, workloads) comes first, then the saturation cells, and before both the warm-up,
+ * not recorded.
  */
 final class RoundPlan {
   private final BenchSettings settings;

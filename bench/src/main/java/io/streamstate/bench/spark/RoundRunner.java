@@ -87,7 +87,8 @@ final class RoundRunner {
     if (settings.childCell >= 0) {
       cells = List.of(cells.get(settings.childCell));
     }
-    try (BatchCsv csv = BatchCsv.create(dir, round, settings.childCell >= 0 ? cells.get(0) : null)) {
+    try (BatchCsv csv =
+        BatchCsv.create(dir, round, settings.childCell >= 0 ? cells.get(0) : null)) {
       if (!settings.heap()) {
         warmUp(plan);
       }

@@ -35,8 +35,7 @@ class BatchCsvTest {
   @Test
   void aRowIsWrittenUnderTheHeaderWithTheCellsIdentityAndEmptyValuesForAbsentColumns(
       @TempDir Path dir) throws IOException {
-    Cell cell =
-        new Cell("007", "matrix", Provider.HDFS, Workload.WINDOW_AGG, 1000, "s3", 200, 6);
+    Cell cell = new Cell("007", "matrix", Provider.HDFS, Workload.WINDOW_AGG, 1000, "s3", 200, 6);
     Map<String, Object> row = new HashMap<>();
     row.put("batchId", 3L);
     row.put("triggerMs", 120L);

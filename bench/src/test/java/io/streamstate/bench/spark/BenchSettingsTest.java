@@ -9,8 +9,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * Option parsing, the defaults of each mode and the child-JVM protocol ({@link BenchSettings}); runs
- * no query.
+ * Option parsing, the defaults of each mode and the child-JVM protocol ({@link BenchSettings});
+ * runs no query.
  */
 class BenchSettingsTest {
   private static final String HEDGED_COMMIT_PROTOCOL =
@@ -34,10 +34,12 @@ class BenchSettingsTest {
                 .providers)
         .containsExactly(Provider.STREAMSTATE, Provider.STREAMSTATE_NOGROUP, Provider.HDFS);
     assertThat(
-            BenchSettings.parse(new String[] {"--providers", "streamstate-nohedge,streamstate-nogroup"})
+            BenchSettings.parse(
+                    new String[] {"--providers", "streamstate-nohedge,streamstate-nogroup"})
                 .providers)
         .containsExactly(Provider.STREAMSTATE_NOHEDGE, Provider.STREAMSTATE_NOGROUP);
-    assertThatThrownBy(() -> BenchSettings.parse(new String[] {"--providers", "streamstate-nogroups"}))
+    assertThatThrownBy(
+            () -> BenchSettings.parse(new String[] {"--providers", "streamstate-nogroups"}))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("Unknown provider streamstate-nogroups");
   }

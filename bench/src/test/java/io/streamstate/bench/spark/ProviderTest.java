@@ -97,8 +97,7 @@ class ProviderTest {
     for (Provider p :
         new Provider[] {Provider.HDFS, Provider.ROCKSDB, Provider.ROCKSDB_CHANGELOG}) {
       assertThat(p.variantConfs()).as(p.label).isEmpty();
-      assertThat(p.checkpointFileManager())
-          .isEqualTo(Provider.SPARK_FILE_SYSTEM_MANAGER);
+      assertThat(p.checkpointFileManager()).isEqualTo(Provider.SPARK_FILE_SYSTEM_MANAGER);
     }
   }
 }

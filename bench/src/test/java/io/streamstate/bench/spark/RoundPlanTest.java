@@ -41,7 +41,8 @@ class RoundPlanTest {
     assertThat(cells.get(3).rowsPerBatch()).isEqualTo(1000);
     assertThat(plan.warmUp(1))
         .extracting(Cell::id)
-        .containsExactly("warmup-window-agg", "warmup-hdfs", "warmup-rocksdb", "warmup-streamstate");
+        .containsExactly(
+            "warmup-window-agg", "warmup-hdfs", "warmup-rocksdb", "warmup-streamstate");
   }
 
   @Test
