@@ -1,25 +1,24 @@
 package io.streamstate.bench.spark;
 
-import java.awt.BasicStroke;
-import java.awt.Color;
-import java.awt.Font;
-import java.awt.Graphics2D;
-import java.awt.RenderingHints;
-import java.awt.image.BufferedImage;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.stream.DoubleStream;
 import java.util.stream.Stream;
-import javax.imageio.ImageIO;
 
-/** Reads the per-batch CSV files of a results folder; writes {@code results.md} and PNG charts. */
+/**
+ * Reads the per-batch CSV files of a results folder; writes {@code results.md} and, through {@link
+ * ReportCharts}, the PNG charts.
+ */
 final class Report {
   /** Batches before this id are warm-up (first batch, codegen, state filling) and not counted. */
   static final int FIRST_MEASURED_BATCH = 2;
@@ -28,15 +27,6 @@ final class Report {
   static final double LONG_BATCH_MS = 5_000;
 
   private static final String OURS = "streamstate";
-  private static final Color[] COLORS = {
-    new Color(0xD62728),
-    new Color(0x1F77B4),
-    new Color(0x2CA02C),
-    new Color(0xFF7F0E),
-    new Color(0x9467BD),
-    new Color(0x8C564B),
-    new Color(0x7F7F7F)
-  };
 
   private Report() {}
 
@@ -51,8 +41,7 @@ final class Report {
     }
   }
 
-  static void write(Path dir, SideBySideBenchmark.Settings settings, long seconds)
-      throws IOException {
+  static void write(Path dir, BenchSettings settings, long seconds) throws IOException {
     List<Row> rows = new ArrayList<>();
     try (Stream<Path> files = Files.list(dir)) {
       for (Path f : files.filter(p -> p.getFileName().toString().startsWith("batches-")).toList()) {
@@ -220,12 +209,12 @@ final class Report {
                 + " |\n");
       }
       String base = (key[0] + "-" + humanKeys(key[1]) + "-" + key[2]).replace('/', '_');
-      cdfChart(
+      ReportCharts.cdf(
           charts.resolve("cdf-" + base + ".png"),
           g.getKey().replace('|', ' '),
           durations,
           reference);
-      timeChart(
+      ReportCharts.time(
           charts.resolve("timeline-" + base + ".png"),
           "Batch duration over time: " + g.getKey().replace('|', ' '),
           g.getValue(),
@@ -247,12 +236,12 @@ final class Report {
    * it has in the providers' declared order; null if it has none of ours. The no-durability
    * baseline is never ours.
    */
-  static String reference(java.util.Collection<String> labels, List<String> order) {
+  static String reference(Collection<String> labels, List<String> order) {
     if (labels.contains(OURS)) {
       return OURS;
     }
     List<String> candidates = new ArrayList<>(order);
-    for (SideBySideBenchmark.Provider p : SideBySideBenchmark.Provider.values()) {
+    for (Provider p : Provider.values()) {
       candidates.add(p.label);
     }
     for (String label : candidates) {
@@ -264,10 +253,9 @@ final class Report {
   }
 
   private static boolean isOurs(String label) {
-    for (SideBySideBenchmark.Provider p : SideBySideBenchmark.Provider.values()) {
+    for (Provider p : Provider.values()) {
       if (p.label.equals(label)) {
-        return p.className.equals(SideBySideBenchmark.Provider.STREAMSTATE.className)
-            && !p.discardsState;
+        return p.ours();
       }
     }
     return false;
@@ -354,13 +342,13 @@ final class Report {
   private static void heapSection(
       StringBuilder md,
       Map<String, Map<String, List<Row>>> groups,
-      SideBySideBenchmark.Settings settings,
+      BenchSettings settings,
       List<String> order,
       Path dir) {
     md.append("## Memory at the large state size\n\n");
     md.append(
         "Each provider in a JVM of its own (-Xmx "
-            + System.getProperty("bench.childXmx", "6g")
+            + BenchSettings.childXmx()
             + "). heap = heap used after a forced full GC (`System.gc()`, MemoryMXBean), MB;"
             + " RSS = the process's resident set (`VmRSS`: heap, RocksDB's native memory,"
             + " everything), MB. baseline = before the query started (Spark session up). The"
@@ -425,7 +413,7 @@ final class Report {
       try {
         timeChart(md, dir, base, g.getKey().replace('|', ' '), g.getValue(), reference);
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        throw new UncheckedIOException(e);
       }
     }
     md.append("\n");
@@ -442,7 +430,7 @@ final class Report {
       throws IOException {
     Path charts = dir.resolve("charts");
     Files.createDirectories(charts);
-    timeChart(
+    ReportCharts.time(
         charts.resolve("heap-" + base + ".png"),
         "Heap after full GC: " + title,
         byProvider,
@@ -457,7 +445,7 @@ final class Report {
   }
 
   private static int providerIndex(String label) {
-    SideBySideBenchmark.Provider[] all = SideBySideBenchmark.Provider.values();
+    Provider[] all = Provider.values();
     for (int i = 0; i < all.length; i++) {
       if (all[i].label.equals(label)) {
         return i;
@@ -471,13 +459,13 @@ final class Report {
     return k >= 1_000_000 ? k / 1_000_000 + "M" : k / 1000 + "k";
   }
 
-  private static double[] sorted(java.util.stream.DoubleStream s) {
+  private static double[] sorted(DoubleStream s) {
     double[] a = s.filter(x -> !Double.isNaN(x)).toArray();
     Arrays.sort(a);
     return a;
   }
 
-  private static double mean(java.util.stream.DoubleStream s) {
+  private static double mean(DoubleStream s) {
     return s.filter(x -> !Double.isNaN(x)).average().orElse(Double.NaN);
   }
 
@@ -506,188 +494,5 @@ final class Report {
       return "–";
     }
     return String.format(Locale.ROOT, "%.2f", x / ours);
-  }
-
-  // ---- charts (plain Java2D) ----
-
-  private static final int W = 900;
-  private static final int H = 520;
-  private static final int L = 80;
-  private static final int R = 200;
-  private static final int T = 40;
-  private static final int B = 60;
-
-  /** The colour of the {@code i}-th provider of a chart. */
-  private static Color color(int i) {
-    return COLORS[i % COLORS.length];
-  }
-
-  private static void cdfChart(
-      Path file, String title, Map<String, double[]> durations, String reference)
-      throws IOException {
-    double max = 1;
-    double min = Double.MAX_VALUE;
-    for (double[] d : durations.values()) {
-      for (double x : d) {
-        max = Math.max(max, x);
-        min = Math.min(min, Math.max(1, x));
-      }
-    }
-    if (min == Double.MAX_VALUE) {
-      min = 1;
-    }
-    double lo = Math.log10(Math.max(1, min * 0.8));
-    double hi = Math.log10(max * 1.2);
-    if (hi - lo < 0.5) {
-      hi = lo + 0.5;
-    }
-    BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g =
-        frame(
-            img,
-            "Batch duration CDF: " + title,
-            "batch duration (ms, log scale)",
-            "fraction of batches");
-    // axes ticks
-    for (int e = (int) Math.floor(lo); e <= Math.ceil(hi); e++) {
-      for (int m : new int[] {1, 2, 5}) {
-        double v = m * Math.pow(10, e);
-        double lv = Math.log10(v);
-        if (lv < lo || lv > hi) {
-          continue;
-        }
-        int x = L + (int) ((lv - lo) / (hi - lo) * (W - L - R));
-        g.setColor(new Color(0xE0E0E0));
-        g.drawLine(x, T, x, H - B);
-        g.setColor(Color.DARK_GRAY);
-        g.drawString(String.format(Locale.ROOT, "%.0f", v), x - 10, H - B + 18);
-      }
-    }
-    for (int i = 0; i <= 4; i++) {
-      int y = H - B - i * (H - T - B) / 4;
-      g.setColor(new Color(0xE0E0E0));
-      g.drawLine(L, y, W - R, y);
-      g.setColor(Color.DARK_GRAY);
-      g.drawString(String.format(Locale.ROOT, "%.2f", i / 4.0), L - 40, y + 4);
-    }
-    int s = 0;
-    for (Map.Entry<String, double[]> e : durations.entrySet()) {
-      Color c = color(s);
-      double[] d = e.getValue();
-      g.setColor(c);
-      g.setStroke(new BasicStroke(e.getKey().equals(reference) ? 3f : 2f));
-      int px = -1;
-      int py = H - B;
-      for (int i = 0; i < d.length; i++) {
-        int x = L + (int) ((Math.log10(Math.max(1, d[i])) - lo) / (hi - lo) * (W - L - R));
-        int y = H - B - (int) ((i + 1.0) / d.length * (H - T - B));
-        if (px >= 0) {
-          g.drawLine(px, py, x, py); // step
-          g.drawLine(x, py, x, y);
-        } else {
-          g.drawLine(x, H - B, x, y);
-        }
-        px = x;
-        py = y;
-      }
-      legend(g, s++, e.getKey() + " (n=" + d.length + ")", c);
-    }
-    g.dispose();
-    ImageIO.write(img, "png", file.toFile());
-  }
-
-  private static void timeChart(
-      Path file,
-      String title,
-      Map<String, List<Row>> byProvider,
-      String column,
-      String yLabel,
-      String reference)
-      throws IOException {
-    double maxY = 1;
-    double maxX = 1;
-    for (List<Row> rows : byProvider.values()) {
-      for (Row r : rows) {
-        if (r.s("phase").equals("steady") && !Double.isNaN(r.d(column))) {
-          maxY = Math.max(maxY, r.d(column));
-          maxX = Math.max(maxX, r.d("batchId"));
-        }
-      }
-    }
-    maxY *= 1.1;
-    BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g = frame(img, title, "batch id", yLabel);
-    for (int i = 0; i <= 5; i++) {
-      int y = H - B - i * (H - T - B) / 5;
-      g.setColor(new Color(0xE0E0E0));
-      g.drawLine(L, y, W - R, y);
-      g.setColor(Color.DARK_GRAY);
-      g.drawString(String.format(Locale.ROOT, "%.0f", maxY * i / 5), L - 50, y + 4);
-    }
-    for (int b = 0; b <= maxX; b += Math.max(1, (int) maxX / 10)) {
-      int x = L + (int) (b / maxX * (W - L - R));
-      g.drawString(Integer.toString(b), x - 4, H - B + 18);
-    }
-    int s = 0;
-    for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
-      Color c = color(s);
-      g.setColor(c);
-      g.setStroke(new BasicStroke(e.getKey().equals(reference) ? 3f : 2f));
-      Map<String, List<double[]>> byRound = new TreeMap<>();
-      for (Row r : e.getValue()) {
-        if (r.s("phase").equals("steady") && !Double.isNaN(r.d(column))) {
-          byRound
-              .computeIfAbsent(r.s("round"), k -> new ArrayList<>())
-              .add(new double[] {r.d("batchId"), r.d(column)});
-        }
-      }
-      for (List<double[]> pts : byRound.values()) {
-        pts.sort((a, b) -> Double.compare(a[0], b[0]));
-        int px = -1;
-        int py = -1;
-        for (double[] pt : pts) {
-          int x = L + (int) (pt[0] / maxX * (W - L - R));
-          int y = H - B - (int) (pt[1] / maxY * (H - T - B));
-          g.fillOval(x - 3, y - 3, 6, 6);
-          if (px >= 0) {
-            g.drawLine(px, py, x, y);
-          }
-          px = x;
-          py = y;
-        }
-      }
-      legend(g, s++, e.getKey(), c);
-    }
-    g.dispose();
-    ImageIO.write(img, "png", file.toFile());
-  }
-
-  private static Graphics2D frame(BufferedImage img, String title, String xLabel, String yLabel) {
-    Graphics2D g = img.createGraphics();
-    g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(
-        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
-    g.setColor(Color.WHITE);
-    g.fillRect(0, 0, W, H);
-    g.setColor(Color.BLACK);
-    g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 15));
-    g.drawString(title, L, 25);
-    g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
-    g.drawRect(L, T, W - L - R, H - T - B);
-    g.drawString(xLabel, L + (W - L - R) / 2 - 60, H - 15);
-    Graphics2D rot = (Graphics2D) g.create();
-    rot.rotate(-Math.PI / 2);
-    rot.drawString(yLabel, -(T + (H - T - B) / 2) - 50, 18);
-    rot.dispose();
-    return g;
-  }
-
-  private static void legend(Graphics2D g, int i, String label, Color c) {
-    int x = W - R + 15;
-    int y = T + 10 + i * 22;
-    g.setColor(c);
-    g.fillRect(x, y, 18, 10);
-    g.setColor(Color.BLACK);
-    g.drawString(label, x + 24, y + 10);
   }
 }

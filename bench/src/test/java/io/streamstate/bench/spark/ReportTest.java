@@ -83,7 +83,7 @@ class ReportTest {
 
   /** The main table of results.md written with the run's options {@code args}. */
   private Map<String, Map<String, String>> table(String... args) throws IOException {
-    Report.write(dir, SideBySideBenchmark.Settings.parse(args), 1);
+    Report.write(dir, BenchSettings.parse(args), 1);
     List<String> md = Files.readAllLines(dir.resolve("results.md"));
     int h = 0;
     while (!md.get(h).startsWith("| workload | keys | storage | provider |")) {
@@ -144,7 +144,7 @@ class ReportTest {
     // A recovery batch is not a steady batch.
     long[] many = {500, 500, 500, 500, 500, 500, 500};
     rows.add(batch("streamstate", "recovery", 4, counters(many, many, 500, 500)));
-    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+    writeCsv("batches-round0.csv", BatchCsv.COLUMNS, rows);
 
     Map<String, Map<String, String>> t = table();
 
@@ -167,7 +167,7 @@ class ReportTest {
 
   @Test
   void aCsvWrittenBeforeTheStateColumnsShowsNoStateMetaOps() throws IOException {
-    List<String> old = new ArrayList<>(Arrays.asList(SideBySideBenchmark.CSV_COLUMNS));
+    List<String> old = new ArrayList<>(Arrays.asList(BatchCsv.COLUMNS));
     old.removeIf(c -> c.startsWith("state") && !c.equals("stateRows"));
     old.add("stateFilesWritten");
     List<Map<String, String>> rows = new ArrayList<>();
@@ -208,7 +208,7 @@ class ReportTest {
     recovery.put("triggerMs", "30000");
     recovery.put("storage", "slow-datanode-periods");
     rows.add(recovery);
-    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+    writeCsv("batches-round0.csv", BatchCsv.COLUMNS, rows);
 
     Map<String, Map<String, String>> t = table();
 
@@ -223,7 +223,7 @@ class ReportTest {
     rows.addAll(durations("streamstate-tailfree-nohedge", 0, 0, 380, 380, 380, 9_000));
     rows.addAll(durations("hdfs", 0, 0, 300, 300, 300, 16_000));
     rows.addAll(durations("no-durability", 0, 0, 200, 200, 200, 200));
-    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+    writeCsv("batches-round0.csv", BatchCsv.COLUMNS, rows);
     String providers =
         "streamstate-tailfree,streamstate-tailfree-nohedge,hdfs,no-durability,streamstate-rflogs";
 
@@ -275,7 +275,7 @@ class ReportTest {
       c.put("slowNodeWaits", b % 2 == 0 ? 0L : 3L);
       rows.add(batch("hdfs", "steady", b, c));
     }
-    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+    writeCsv("batches-round0.csv", BatchCsv.COLUMNS, rows);
 
     assertThat(table().get("hdfs"))
         .containsEntry("files", "7.00")
@@ -295,7 +295,7 @@ class ReportTest {
       m.put("storage", "local");
       rows.add(m);
     }
-    writeCsv("batches-round0.csv", SideBySideBenchmark.CSV_COLUMNS, rows);
+    writeCsv("batches-round0.csv", BatchCsv.COLUMNS, rows);
 
     assertThat(table().get("streamstate"))
         .containsEntry("files", "–")

@@ -1,15 +1,12 @@
 package io.streamstate.bench.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.bench.spark.SideBySideBenchmark.Provider;
-import io.streamstate.bench.spark.SideBySideBenchmark.Settings;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** Option parsing, provider variants and the per-batch CSV's columns; runs no query. */
-class SideBySideBenchmarkTest {
+/** Each provider label's Spark confs ({@link Provider}); runs no query. */
+class ProviderTest {
   private static final String GROUP_COMMIT =
       "spark.sql.streaming.stateStore.streamstate.groupCommit.enabled";
   private static final String HEDGE = "spark.sql.streaming.stateStore.streamstate.hedge.enabled";
@@ -22,31 +19,6 @@ class SideBySideBenchmarkTest {
   private static final String HEDGED_COMMIT_PROTOCOL =
       "io.streamstate.spark.HedgedFileCommitProtocol";
   private static final String RENAME_FREE = "io.streamstate.spark.RenameFreeCheckpointFileManager";
-
-  @Test
-  void theVariantsOfOursRunOnlyWhenNamed() {
-    assertThat(Settings.parse(new String[] {"--mode", "short"}).providers)
-        .containsExactly(
-            Provider.STREAMSTATE,
-            Provider.HDFS,
-            Provider.ROCKSDB,
-            Provider.ROCKSDB_CHANGELOG,
-            Provider.NO_DURABILITY);
-    assertThat(
-            Settings.parse(
-                    new String[] {
-                      "--mode", "short", "--providers", "streamstate,streamstate-nogroup,hdfs"
-                    })
-                .providers)
-        .containsExactly(Provider.STREAMSTATE, Provider.STREAMSTATE_NOGROUP, Provider.HDFS);
-    assertThat(
-            Settings.parse(new String[] {"--providers", "streamstate-nohedge,streamstate-nogroup"})
-                .providers)
-        .containsExactly(Provider.STREAMSTATE_NOHEDGE, Provider.STREAMSTATE_NOGROUP);
-    assertThatThrownBy(() -> Settings.parse(new String[] {"--providers", "streamstate-nogroups"}))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("Unknown provider streamstate-nogroups");
-  }
 
   @Test
   void noGroupIsOurProviderWithGroupCommitOffAndNothingElseChanged() {
@@ -125,66 +97,7 @@ class SideBySideBenchmarkTest {
     for (Provider p :
         new Provider[] {Provider.HDFS, Provider.ROCKSDB, Provider.ROCKSDB_CHANGELOG}) {
       assertThat(p.variantConfs()).as(p.label).isEmpty();
-      assertThat(p.checkpointFileManager())
-          .isEqualTo(SideBySideBenchmark.SPARK_FILE_SYSTEM_MANAGER);
+      assertThat(p.checkpointFileManager()).isEqualTo(Provider.SPARK_FILE_SYSTEM_MANAGER);
     }
-  }
-
-  @Test
-  void aVariantWhoseCommitProtocolIsNotOnTheClassPathFailsBeforeAnyRound() {
-    Settings s =
-        Settings.parse(
-            new String[] {"--providers", "streamstate-tailfree-nohedge,hdfs", "--sink", "parquet"});
-    assertThatThrownBy(() -> s.requireClasses(c -> false))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining(
-            "Provider streamstate-tailfree-nohedge needs io.streamstate.spark.HedgedFileCommitProtocol"
-                + " (set as spark.sql.streaming.commitProtocolClass), which is not on the class"
-                + " path")
-        .hasMessageContaining("leave streamstate-tailfree-nohedge out of --providers");
-    s.requireClasses(c -> c.equals(HEDGED_COMMIT_PROTOCOL));
-    // Providers that name no such class never ask.
-    Settings.parse(new String[] {"--providers", "streamstate,hdfs,streamstate-logjournal"})
-        .requireClasses(
-            c -> {
-              throw new AssertionError("asked for " + c);
-            });
-    // The real check loads classes by name.
-    assertThat(SideBySideBenchmark.onClassPath(RENAME_FREE)).isTrue();
-    assertThat(SideBySideBenchmark.onClassPath("io.streamstate.spark.NoSuchClass")).isFalse();
-  }
-
-  @Test
-  void theSinkIsNoopUnlessParquetIsAsked() {
-    assertThat(Settings.parse(new String[] {"--mode", "short"}).fileSink()).isFalse();
-    assertThat(Settings.parse(new String[] {"--sink", "noop"}).fileSink()).isFalse();
-    assertThat(Settings.parse(new String[] {"--sink", "parquet"}).fileSink()).isTrue();
-    assertThatThrownBy(() -> Settings.parse(new String[] {"--sink", "csv"}))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("--sink is noop or parquet, not csv");
-  }
-
-  @Test
-  void theSlowDataNodePeriodsProfileIsAStorageOnRequest() {
-    assertThat(
-            Settings.parse(new String[] {"--storages", "slow-datanode,slow-datanode-periods"})
-                .storages)
-        .containsExactly("slow-datanode", "slow-datanode-periods");
-    assertThat(Settings.parse(new String[] {"--mode", "short"}).storages)
-        .doesNotContain("slow-datanode-periods");
-    assertThatThrownBy(() -> Settings.parse(new String[] {"--storages", "slow-datanodes"}))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("Unknown storage slow-datanodes");
-  }
-
-  @Test
-  void theCsvHasAColumnForEveryCounterOfTheSimulatedStorage() {
-    Map<String, Long> counters = SimulatedFileSystem.counters("none.csv-columns-test").snapshot();
-    assertThat(SideBySideBenchmark.CSV_COLUMNS)
-        .contains(counters.keySet().toArray(new String[0]))
-        .contains("stateMetadataOps", "stateCreate", "stateList")
-        .contains("sinkFilesWritten", "sinkMetadataOps", "slowNodeWaits", "slowNodeWaitMs")
-        .contains("walCommitMs", "commitOffsetsMs", "heapCommittedMb", "nonHeapCommittedMb")
-        .doesNotHaveDuplicates();
   }
 }
