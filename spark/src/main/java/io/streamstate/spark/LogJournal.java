@@ -289,6 +289,12 @@ final class LogJournal {
    */
   void put(long batchId, byte[] bytes) {
     synchronized (this) {
+      HedgedWriter hedging = hedger;
+      boolean hedged = hedging != null && hedging.policy().isEnabled();
+      if (hedged && current != null && rollDue()) {
+        putRolling(batchId, bytes, hedging);
+        return;
+      }
       takeOver();
       if (entries.containsKey(batchId) || plainEntries.contains(batchId)) {
         throw new FileAlreadyExistsException(where(Long.toString(batchId)));
@@ -296,8 +302,7 @@ final class LogJournal {
       byte[] record = withPendingDeletes(record(PUT, batchId, bytes));
       String entryName = Long.toString(batchId);
       try {
-        HedgedWriter hedging = hedger;
-        if (hedging == null || !hedging.policy().isEnabled()) {
+        if (!hedged) {
           current.append(record);
         } else {
           HedgedPublish published =
@@ -318,6 +323,111 @@ final class LogJournal {
       pendingDeletes.clear();
       entries.put(batchId, bytes);
     }
+  }
+
+  /**
+   * w5 on a hedged writer: the roll and the put are one hedged write, so that a roll stuck on a
+   * slow DataNode holds no batch. The next epoch's journal is created (a NameNode request), then
+   * one append writes its header, every live entry, the pending deletes and the new entry; its
+   * hedge is the entry as a plain file, as for any put. The older journals are deleted only once
+   * the new journal's append has completed: until then they hold the live entries. If the hedge
+   * won, the new journal is retired at once and the next put rolls again.
+   */
+  private void putRolling(long batchId, byte[] bytes, HedgedWriter hedging) {
+    if (entries.containsKey(batchId) || plainEntries.contains(batchId)) {
+      throw new FileAlreadyExistsException(where(Long.toString(batchId)));
+    }
+    long epoch = currentEpoch + 1;
+    AppendableFile next;
+    try {
+      next = storage.createAppendable(journalName(epoch));
+    } catch (FileAlreadyExistsException e) {
+      giveUp();
+      throw superseded(journalName(epoch));
+    }
+    java.io.ByteArrayOutputStream records = new java.io.ByteArrayOutputStream();
+    records.writeBytes(header());
+    records.writeBytes(liveRecords());
+    records.writeBytes(record(PUT, batchId, bytes));
+    AppendableFile old = current;
+    long oldEpoch = currentEpoch;
+    // The new journal is this writer's from here: a hedge checks for journals newer than it.
+    current = next;
+    currentEpoch = epoch;
+    retired = null;
+    String entryName = Long.toString(batchId);
+    boolean hedgeWon;
+    try {
+      HedgedPublish published =
+          hedging.publish(
+              new AppendCopy(next, records.toByteArray()),
+              new PlainEntryCopy(entryName, epoch),
+              bytes);
+      hedgeWon = published.name().equals(entryName);
+      if (!hedgeWon) {
+        checkNoNewerJournal(epoch);
+      }
+    } catch (RuntimeException e) {
+      BACKGROUND.execute(old::close);
+      giveUp(); // closes the new journal
+      throw e;
+    }
+    if (hedgeWon) {
+      plainEntries.add(batchId); // the new journal is retired: the older ones stay until a roll
+      BACKGROUND.execute(old::close);
+    } else {
+      closeAndDeleteUpTo(old, oldEpoch);
+    }
+    APPENDS.incrementAndGet();
+    currentRecords = entries.size() + pendingDeletes.size() + 1;
+    pendingDeletes.clear();
+    entries.put(batchId, bytes);
+  }
+
+  /** Whether the journal must roll before the next record (w5). */
+  private boolean rollDue() {
+    return !current.isOpen()
+        || current == retired
+        || currentRecords >= Math.max(rollRecords, 2 * entries.size());
+  }
+
+  /** A record of every live journaled entry, then the pending deletes: a new journal's start. */
+  private byte[] liveRecords() {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    for (Map.Entry<Long, byte[]> e : entries.entrySet()) {
+      if (!plainEntries.contains(e.getKey())) {
+        out.writeBytes(record(PUT, e.getKey(), e.getValue()));
+      }
+    }
+    for (long id : pendingDeletes) {
+      out.writeBytes(record(DELETE, id, new byte[0]));
+    }
+    return out.toByteArray();
+  }
+
+  /** A newer writer took the log over while this one rolled: it stops being the writer. */
+  private void checkNoNewerJournal(long epoch) {
+    for (FileInfo f : storage.list("")) {
+      if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
+        throw superseded(f.name());
+      }
+    }
+  }
+
+  /**
+   * After a roll: closes the old journal, then deletes the journals of epochs up to {@code epoch},
+   * in the background.
+   */
+  private void closeAndDeleteUpTo(AppendableFile old, long epoch) {
+    BACKGROUND.execute(
+        () -> {
+          old.close();
+          for (FileInfo f : storage.list("")) {
+            if (isJournalName(f.name()) && epochOf(f.name()) <= epoch) {
+              storage.delete(f.name());
+            }
+          }
+        });
   }
 
   /**
@@ -446,9 +556,7 @@ final class LogJournal {
     if (current != null) {
       // Roll once the journal holds twice as many records as there are live entries, at least
       // rollRecords: a roll copies the live entries, so it never runs more often than that.
-      if (current.isOpen()
-          && current != retired
-          && currentRecords < Math.max(rollRecords, 2 * entries.size())) {
+      if (!rollDue()) {
         return;
       }
       rollTo(currentEpoch + 1);
@@ -522,21 +630,10 @@ final class LogJournal {
     }
     java.io.ByteArrayOutputStream snapshot = new java.io.ByteArrayOutputStream();
     snapshot.writeBytes(header());
-    for (Map.Entry<Long, byte[]> e : entries.entrySet()) {
-      if (!plainEntries.contains(e.getKey())) {
-        snapshot.writeBytes(record(PUT, e.getKey(), e.getValue()));
-      }
-    }
-    for (long id : pendingDeletes) {
-      snapshot.writeBytes(record(DELETE, id, new byte[0]));
-    }
+    snapshot.writeBytes(liveRecords());
     try {
       next.append(snapshot.toByteArray());
-      for (FileInfo f : storage.list("")) {
-        if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
-          throw superseded(f.name());
-        }
-      }
+      checkNoNewerJournal(epoch);
     } catch (RuntimeException e) {
       next.close();
       giveUp();
@@ -547,15 +644,7 @@ final class LogJournal {
     currentRecords = entries.size();
     retired = null;
     pendingDeletes.clear();
-    BACKGROUND.execute(
-        () -> {
-          old.close();
-          for (FileInfo f : storage.list("")) {
-            if (isJournalName(f.name()) && epochOf(f.name()) <= oldEpoch) {
-              storage.delete(f.name());
-            }
-          }
-        });
+    closeAndDeleteUpTo(old, oldEpoch);
   }
 
   private static byte[] header() {

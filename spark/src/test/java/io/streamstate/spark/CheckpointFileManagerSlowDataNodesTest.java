@@ -14,6 +14,7 @@ import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -127,5 +128,58 @@ class CheckpointFileManagerSlowDataNodesTest {
     for (long batch = 0; batch <= 2; batch++) {
       assertThat(read(fm, new Path(log, Long.toString(batch)))).isEqualTo(entry(batch));
     }
+  }
+
+  @Test
+  @Timeout(120) // an unhedged roll would wait for the slow DataNode forever: fail, do not hang
+  void aJournalRollStuckOnASlowDataNodeIsHedgedLikeAnyAppend() throws Exception {
+    String scheme = "pipefs-roll";
+    Path root = new Path(scheme + "://" + work.resolve("roll"));
+    Configuration conf = conf(scheme);
+    conf.set(StreamStateConf.LOG_JOURNAL, "true");
+    // Suspicion lasts 300 ms here, so that after the first slow period the "NameNode" places the
+    // next journal (on SECOND) and nothing steers it.
+    conf.set(SlowDataNodes.SUSPECT_MILLIS_KEY, "300");
+    RenameFreeCheckpointFileManager fm = managerOn(scheme, root, conf);
+    Path log = new Path(root, "offsets");
+    fs.nextPipeline(FIRST.toArray(new String[0]));
+    write(fm, new Path(log, "0"), entry(0)); // journal epoch 0, on FIRST
+    fs.slow("dn2:9866");
+    write(fm, new Path(log, "1"), entry(1)); // held; entry 1 published as a plain file
+    assertThat(fs.held()).isEqualTo(1);
+    fs.release(); // the late append completes; journal 0 stays retired
+    while (!SlowDataNodes.of(fs).suspects().isEmpty()) {
+      Thread.sleep(20);
+    }
+
+    // The next put rolls to journal epoch 1, whose append is held by a slow DataNode too: the put
+    // returns with the entry as a plain file, on other DataNodes.
+    fs.nextPipeline(SECOND.toArray(new String[0]));
+    fs.slow("dn5:9866");
+    write(fm, new Path(log, "2"), entry(2));
+    Path journal1 = new Path(log, LogJournal.PREFIX + String.format("%020d", 1));
+    assertThat(fs.placed(journal1)).containsExactlyInAnyOrderElementsOf(SECOND);
+    assertThat(fs.held()).as("the roll's append").isEqualTo(1);
+    assertThat(fs.placed(new Path(log, "2"))).containsExactlyInAnyOrderElementsOf(FIRST);
+    Path journal0 = new Path(log, LogJournal.PREFIX + String.format("%020d", 0));
+    assertThat(fs.exists(journal0)).as("kept until a roll completes").isTrue();
+
+    // Journal 1 is retired (its late append completes once the DataNode recovers): the next put
+    // rolls to epoch 2.
+    fs.release();
+    write(fm, new Path(log, "3"), entry(3));
+    Path journal2 = new Path(log, LogJournal.PREFIX + String.format("%020d", 2));
+    assertThat(fs.exists(journal2)).isTrue();
+    for (long batch = 0; batch <= 3; batch++) {
+      assertThat(read(fm, new Path(log, Long.toString(batch)))).isEqualTo(entry(batch));
+    }
+    // A new process (this one's writers dead) replays the same log.
+    LogJournal.forgetAllForTests(true);
+    RenameFreeCheckpointFileManager reader = new RenameFreeCheckpointFileManager(root, conf);
+    for (long batch = 0; batch <= 3; batch++) {
+      assertThat(read(reader, new Path(log, Long.toString(batch)))).isEqualTo(entry(batch));
+    }
+    write(reader, new Path(log, "4"), entry(4));
+    assertThat(read(reader, new Path(log, "4"))).isEqualTo(entry(4));
   }
 }
