@@ -597,7 +597,7 @@ public final class SideBySideBenchmark {
     }
     m.put("directBufferMb", direct >> 20);
     // RocksDB's own account (zero for the built-in providers, which open no RocksDB of ours).
-    Map<String, Long> rocks = io.streamstate.core.engine.RocksDbMemoryBudget.processUsage();
+    Map<String, Long> rocks = io.streamstate.core.engine.local.RocksDbMemoryBudget.processUsage();
     m.put("rocksdbCacheMb", rocks.getOrDefault("blockCacheBytes", 0L) >> 20);
     m.put("rocksdbPinnedMb", rocks.getOrDefault("blockCachePinnedBytes", 0L) >> 20);
     m.put("rocksdbMemtableMb", rocks.getOrDefault("memtableBytes", 0L) >> 20);

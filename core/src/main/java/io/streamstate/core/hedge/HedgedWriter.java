@@ -1,5 +1,6 @@
 package io.streamstate.core.hedge;
 
+import io.streamstate.core.storage.SupportsLateWriteReports;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -28,7 +29,7 @@ import org.slf4j.LoggerFactory;
  *   <li><b>h3</b> If it is still running, or failed (then the hedge serves as the retry), and the
  *       budget has a token: tell the primary copy ({@link HedgeCopy#hedgeStarted}: a create reports
  *       its write as late to a storage that {@linkplain
- *       io.streamstate.core.storage.SupportsLateWriteReports takes such reports}), then start
+ *       SupportsLateWriteReports takes such reports}), then start
  *       {@code create(alternateName)} with the same bytes, which therefore already avoids what made
  *       the primary late. At most one hedge per publish. Without a token, wait for the primary
  *       alone.
@@ -341,7 +342,7 @@ public final class HedgedWriter {
             metrics.losersLeft.increment();
           }
         } else if (winner >= 0 && outcomeUnknown(failure)) {
-          metrics.losersLeft.increment();
+          metrics.losersLeft.increment(); // I11: what may still be in flight is left alone
         }
         lost = failure == null && winner != copy;
         notifyAll();

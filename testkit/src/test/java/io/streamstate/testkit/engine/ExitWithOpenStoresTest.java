@@ -2,7 +2,7 @@ package io.streamstate.testkit.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
@@ -69,13 +69,7 @@ class ExitWithOpenStoresTest {
       List<VersionedStore> stores = new ArrayList<>();
       for (int s = 0; s < 6; s++) {
         stores.add(
-            VersionedStore.open(
-                "s" + s,
-                durable,
-                "p" + s + "/",
-                dir.resolve("l" + s),
-                StoreOptions.defaults(),
-                budget));
+            VersionedStore.builder("s" + s, durable).prefix("p" + s + "/").localDir(dir.resolve("l" + s)).options(StoreOptions.defaults()).memoryBudget(budget).open());
       }
       Random random = new Random(1);
       byte[] value = new byte[200];
