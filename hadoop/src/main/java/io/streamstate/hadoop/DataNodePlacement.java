@@ -142,6 +142,11 @@ public final class DataNodePlacement {
     /** Whether the writer is in {@code hsync}, which does not hold the stream while it waits. */
     private volatile boolean syncing;
 
+    /** The pipeline reported late, and when (null: none); see {@link #hsync}. */
+    private volatile List<String> reported;
+
+    private volatile long reportedAtMillis;
+
     private long bytesSinceLook; // the writer's
 
     private TrackedWrite(FSDataOutputStream out) {
@@ -181,6 +186,12 @@ public final class DataNodePlacement {
         syncing = false;
       }
       slow.recordWorking(pipeline);
+      List<String> late = reported;
+      if (late != null) {
+        // Completed soon after its report: noise, not a held pipeline (d1').
+        reported = null;
+        slow.lateWriteCompleted(late, reportedAtMillis);
+      }
     }
 
     /** The writer's thread only: the stream's pipeline now. */
@@ -210,6 +221,8 @@ public final class DataNodePlacement {
         LOG.debug("A write is late before its pipeline is known (no block yet): nothing to avoid");
         return;
       }
+      reportedAtMillis = slow.nowMillis();
+      reported = late;
       slow.suspect(late);
     }
 

@@ -31,15 +31,23 @@ import org.slf4j.LoggerFactory;
  *       #DEFAULT_SUSPECT_MILLIS} ms) from that report: we cannot tell which of them is slow, and
  *       the slow one is slow for a while (a busy disk, a GC pause, a failing NIC: seconds to tens
  *       of seconds). A later report extends the suspicion and counts once more against each node.
+ *   <li><b>d1' Noise.</b> A write reported late whose {@code hsync} returns within {@value
+ *       #NOISE_MILLIS} ms of its report was late by scheduling noise (a busy executor past a tight
+ *       hedge deadline), not held by a DataNode: its report is withdrawn, and a DataNode left with
+ *       no report stops being suspect. Without this, noise on a busy executor kept healthy
+ *       DataNodes suspect and pinned every new file to the others, the slow one among them when it
+ *       came.
  *   <li><b>d2 Known.</b> When a write's {@code hsync} returns, the DataNodes of its pipeline are
  *       known to work, for {@value #KNOWN_MILLIS} ms from then. Suspicion is not lifted by that (a
- *       late write completes too, once the slow node gets to it): only time lifts it.
+ *       late write completes too, once the slow node gets to it): only time lifts it, or d1'.
  *   <li><b>d3 Favoured nodes.</b> While any DataNode is suspect, new files are created on {@code
  *       replication} favoured DataNodes picked at random among the known ones that are not suspect,
  *       so that a hedge copy and the next journal go elsewhere than the late write. If too few are
  *       known, the rest are the suspects reported least often (the slow node is in every late
- *       pipeline, its neighbours only in some); if none is known, the file system places the file
- *       as usual. With no suspect, files are placed as usual (local and rack-aware).
+ *       pipeline, its neighbours only in some), also when every known DataNode is suspect (several
+ *       writes late at once through different pipelines); only when nothing is known but as many
+ *       suspects as the file needs does the file system place the file as usual. With no suspect,
+ *       files are placed as usual (local and rack-aware).
  * </ol>
  *
  * <p>One instance per cluster (file system scheme and authority) per process, shared by every
@@ -70,6 +78,13 @@ public final class SlowDataNodes {
    * at random, possibly a suspect.
    */
   public static final long KNOWN_MILLIS = 600_000;
+
+  /**
+   * A write reported late that completes within this long of its report was late by scheduling
+   * noise (a busy executor past a tight hedge deadline), not held by a DataNode: its report is
+   * withdrawn (d1'). A DataNode that holds a pipeline holds it for seconds.
+   */
+  public static final long NOISE_MILLIS = 1_000;
 
   private static final Map<String, SlowDataNodes> BY_CLUSTER = new ConcurrentHashMap<>();
 
@@ -161,6 +176,36 @@ public final class SlowDataNodes {
     }
   }
 
+  /**
+   * d1': a write whose lateness was reported at {@code reportedAtMillis} (this tracking's clock,
+   * {@link #nowMillis}) completed through {@code pipeline}. If that was within {@link
+   * #NOISE_MILLIS}, the report is withdrawn: each of its DataNodes loses one report, and stops
+   * being suspect when it has none left. Otherwise nothing changes (a stall's suspicion runs its
+   * time).
+   */
+  public void lateWriteCompleted(Collection<String> pipeline, long reportedAtMillis) {
+    if (!enabled() || pipeline.isEmpty()) {
+      return;
+    }
+    if (clock.getAsLong() - reportedAtMillis >= NOISE_MILLIS) {
+      return;
+    }
+    synchronized (this) {
+      for (String node : pipeline) {
+        Suspicion s = suspects.get(node);
+        if (s != null && --s.reports <= 0) {
+          suspects.remove(node);
+        }
+      }
+      anySuspects = !suspects.isEmpty();
+    }
+  }
+
+  /** This tracking's clock, in ms. */
+  public long nowMillis() {
+    return clock.getAsLong();
+  }
+
   /** d2: a write through {@code pipeline} completed; its DataNodes are known to work. */
   public void recordWorking(Collection<String> pipeline) {
     if (!enabled() || pipeline.isEmpty()) {
@@ -237,15 +282,19 @@ public final class SlowDataNodes {
       }
       suspects.forEach((node, s) -> suspected.add(Map.entry(node, s.reports)));
     }
-    if (healthy.isEmpty()) {
-      return List.of();
-    }
     ThreadLocalRandom random = ThreadLocalRandom.current();
     Collections.shuffle(healthy, random);
     if (healthy.size() >= replication) {
       return List.copyOf(healthy.subList(0, replication));
     }
-    // Too few known: fill with the suspects reported least often, ties in random order.
+    if (healthy.isEmpty() && suspected.size() <= replication) {
+      // Nothing known but what was late (one pipeline, say): no choice to make, and the file
+      // system may know better DataNodes than this process does.
+      return List.of();
+    }
+    // Too few known, or none (several writes late at once through different pipelines made every
+    // DataNode suspect): fill with the suspects reported least often, ties in random order. The
+    // slow node is in every late pipeline, its neighbours only in some: it comes last.
     Collections.shuffle(suspected, random);
     suspected.sort(Comparator.comparingInt(Map.Entry::getValue));
     List<String> favored = new ArrayList<>(healthy);

@@ -94,14 +94,42 @@ class HadoopStorageSlowDataNodesTest {
     assertThat(fs.favoredAsked(path("commit-h"))).containsExactlyInAnyOrderElementsOf(OTHERS);
     assertThat(fs.placed(path("commit-h"))).containsExactlyInAnyOrderElementsOf(OTHERS);
 
+    now.addAndGet(5_000); // a slow DataNode holds its pipelines for seconds
     fs.release(); // the primary completes, late, and is deleted as the loser
     Awaitility.await()
         .atMost(Duration.ofSeconds(20))
         .until(() -> hedger.policy().metrics().snapshot().losersCleaned() == 1);
-    assertThat(slow.suspects()).as("only time lifts a suspicion").hasSize(3);
+    assertThat(slow.suspects()).as("only time lifts the suspicion of a stall").hasSize(3);
     now.addAndGet(WINDOW);
     storage.create("after", ContentWriter.ofBytes(new byte[] {3}));
     assertThat(fs.favoredAsked(path("after"))).isNull();
+  }
+
+  @Test
+  void aCreateLateByNoiseIsHedgedAndItsReportWithdrawnWhenItCompletesSoonAfter() {
+    warmUp();
+    HedgedWriter hedger =
+        new HedgedWriter(
+            HedgePolicy.builder()
+                .floor(Duration.ofMillis(200))
+                .initialDeadline(Duration.ofMillis(200))
+                .minSamples(256)
+                .build(),
+            pool);
+    fs.slow("dn1:9866"); // held only until the hedge won: a busy executor, not a DataNode
+    fs.nextPipeline(SLOW_PIPELINE.toArray(new String[0]));
+
+    HedgedPublish published = hedger.publish(storage, "commit", "commit-h", new byte[] {7, 7});
+    assertThat(published.hedgeWon()).isTrue();
+    assertThat(slow.suspects()).containsExactlyInAnyOrderElementsOf(SLOW_PIPELINE);
+
+    fs.release(); // completes at once (this test's clock has not moved): noise
+    Awaitility.await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> hedger.policy().metrics().snapshot().losersCleaned() == 1);
+    assertThat(slow.suspects()).as("a report of noise is withdrawn").isEmpty();
+    storage.create("after", ContentWriter.ofBytes(new byte[] {3}));
+    assertThat(fs.favoredAsked(path("after"))).as("placed as usual again").isNull();
   }
 
   @Test

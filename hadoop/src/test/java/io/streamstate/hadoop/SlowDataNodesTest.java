@@ -73,6 +73,20 @@ class SlowDataNodesTest {
   }
 
   @Test
+  void whenEveryKnownDataNodeIsSuspectTheOnesReportedLeastAreFavoured() {
+    slow.recordWorking(ALL);
+    // Writes late at once through different pipelines, each through the slow node a:1.
+    slow.suspect(List.of("a:1", "b:1", "c:1"));
+    slow.suspect(List.of("d:1", "a:1", "e:1"));
+    slow.suspect(List.of("f:1", "b:1", "a:1"));
+    slow.suspect(List.of("c:1", "a:1", "d:1"));
+    assertThat(slow.suspects()).hasSize(6);
+    for (int i = 0; i < 20; i++) {
+      assertThat(slow.favoredNodes(3)).hasSize(3).doesNotContain("a:1");
+    }
+  }
+
+  @Test
   void aDataNodeNotSeenWorkingForLongIsForgotten() {
     slow.recordWorking(List.of("d:1", "e:1", "f:1"));
     now.addAndGet(SlowDataNodes.KNOWN_MILLIS / 2);
@@ -91,6 +105,25 @@ class SlowDataNodesTest {
     slow.suspect(List.of("a:1", "b:1", "c:1"));
     slow.recordWorking(List.of("a:1", "b:1", "c:1")); // the late write completes, late
     assertThat(slow.suspects()).containsExactly("a:1", "b:1", "c:1");
+  }
+
+  @Test
+  void aLateWriteThatCompletesWithinTheNoiseWindowWithdrawsItsReport() {
+    slow.recordWorking(ALL);
+    slow.suspect(List.of("a:1", "b:1", "c:1")); // a stall, reported at t0
+    long stalledAt = now.get();
+    now.addAndGet(200);
+    slow.suspect(List.of("c:1", "d:1", "e:1")); // noise: completes 300 ms after its report
+    long noisyAt = now.get();
+    now.addAndGet(300);
+    slow.lateWriteCompleted(List.of("c:1", "d:1", "e:1"), noisyAt);
+    // d and e had only the noisy report; c keeps the stall's.
+    assertThat(slow.suspects()).containsExactly("a:1", "b:1", "c:1");
+
+    now.addAndGet(SlowDataNodes.NOISE_MILLIS); // the stalled write completes seconds late
+    slow.lateWriteCompleted(List.of("a:1", "b:1", "c:1"), stalledAt);
+    assertThat(slow.suspects()).containsExactly("a:1", "b:1", "c:1");
+    assertThat(slow.favoredNodes(3)).containsExactlyInAnyOrder("d:1", "e:1", "f:1");
   }
 
   @Test

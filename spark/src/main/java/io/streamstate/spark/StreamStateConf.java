@@ -78,6 +78,9 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <tr><td>{@value #HEDGE_PERCENTILE}</td><td>0.95</td><td>see above</td></tr>
  *   <tr><td>{@value #HEDGE_BUDGET_FRACTION}</td><td>0.05</td><td>at most about this fraction of
  *       writes are hedged (token bucket per executor)</td></tr>
+ *   <tr><td>{@value #HEDGE_STALLED_AFTER_MS}</td><td>1000</td><td>a write still running this long
+ *       whose hedge the budget refused is hedged from a small reserve kept for stuck writes (1 % of
+ *       writes, 8 at once)</td></tr>
  * </table>
  *
  * <p>The hedge settings are per executor JVM: the first store opened in a JVM fixes them, like the
@@ -119,6 +122,7 @@ public final class StreamStateConf {
   public static final String HEDGE_MULTIPLIER = PREFIX + "hedge.multiplier";
   public static final String HEDGE_PERCENTILE = PREFIX + "hedge.percentile";
   public static final String HEDGE_BUDGET_FRACTION = PREFIX + "hedge.budgetFraction";
+  public static final String HEDGE_STALLED_AFTER_MS = PREFIX + "hedge.stalledAfterMs";
 
   public static final long DEFAULT_MEMORY_CAP_BYTES = RocksDbMemoryBudget.DEFAULT_CAP_BYTES;
   public static final long DEFAULT_TORN_FILE_GRACE_MS =
@@ -325,6 +329,7 @@ public final class StreamStateConf {
           .multiplier(readDouble(confs, HEDGE_MULTIPLIER, 1.5))
           .percentile(readDouble(confs, HEDGE_PERCENTILE, 0.95))
           .budgetFraction(readDouble(confs, HEDGE_BUDGET_FRACTION, 0.05))
+          .stalledAfter(Duration.ofMillis(readLong(confs, HEDGE_STALLED_AFTER_MS, 1000)))
           .build();
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(

@@ -1,5 +1,6 @@
 package io.streamstate.bench.spark;
 
+import io.streamstate.core.hedge.HedgeMetrics;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
@@ -141,6 +142,7 @@ public final class SideBySideBenchmark {
                 "rocksdbTableReaderMb"
               },
               OP_COUNTERS,
+              HedgeColumns.NAMES,
               new String[] {"sinceStartMs"})
           .flatMap(java.util.Arrays::stream)
           .toArray(String[]::new);
@@ -633,6 +635,7 @@ public final class SideBySideBenchmark {
     final boolean sampleMemory;
     final List<Map<String, Object>> rows = new ArrayList<>();
     Map<String, Long> lastCounters;
+    HedgeMetrics.Snapshot[] lastHedges;
 
     Recording(String name, int batches, String authority, long startEpochMs, boolean sampleMemory) {
       this.name = name;
@@ -642,6 +645,7 @@ public final class SideBySideBenchmark {
       this.sampleMemory = sampleMemory;
       this.lastCounters =
           authority == null ? null : SimulatedFileSystem.counters(authority).snapshot();
+      this.lastHedges = HedgeColumns.now();
     }
   }
 
@@ -696,6 +700,7 @@ public final class SideBySideBenchmark {
           }
           rec.lastCounters = now;
         }
+        rec.lastHedges = HedgeColumns.record(row, rec.lastHedges);
         if (rec.done.getCount() > 0) {
           rec.rows.add(row);
         }

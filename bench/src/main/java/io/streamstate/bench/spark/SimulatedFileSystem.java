@@ -297,6 +297,23 @@ public final class SimulatedFileSystem extends FileSystem
     return SCHEME;
   }
 
+  /**
+   * The replication of the simulated cluster (3 on slow-datanode-periods, as its pipelines), as
+   * HDFS reports {@code dfs.replication}: streamstate asks this many favoured DataNodes of a file
+   * it places away from suspect ones. Hadoop's default would say 1, and the other two replicas of
+   * such a file would then be placed at random, the slow DataNode among them half the time.
+   */
+  @Override
+  public short getDefaultReplication() {
+    DataNodeCluster cluster = model.cluster();
+    return (short) (cluster == null ? 1 : cluster.replication());
+  }
+
+  @Override
+  public short getDefaultReplication(Path path) {
+    return getDefaultReplication();
+  }
+
   @Override
   public URI getUri() {
     return uri;
@@ -372,14 +389,14 @@ public final class SimulatedFileSystem extends FileSystem
 
   /** Counts one request of kind {@code op} on {@code area} and pays its latency. */
   private void delay(Op op, long bytes, Area area) throws IOException {
-    delay(op, bytes, area, null);
+    delay(op, bytes, area, null, null);
   }
 
   /**
    * Counts one request of kind {@code op} on {@code area} and pays its latency; a data write or
    * sync through {@code pipeline} (null: none) first waits for its slow DataNodes.
    */
-  private void delay(Op op, long bytes, Area area, int[] pipeline) throws IOException {
+  private void delay(Op op, long bytes, Area area, int[] pipeline, String path) throws IOException {
     counters.count(op, area);
     try {
       LatencyModel.Delay d = model.delay(op, bytes, pipeline);
@@ -388,6 +405,15 @@ public final class SimulatedFileSystem extends FileSystem
       if (d.slowNodeWaitMs() > 0) {
         counters.slowNodeWaits.increment();
         counters.slowNodeWaitMs.add(d.slowNodeWaitMs());
+        // Which write a slow DataNode held, for reading a run's tail (the child's stderr log).
+        System.err.printf(
+            "simfs %s: %s of %s through %s waited %d ms for a slow DataNode (thread %s)%n",
+            uri.getAuthority(),
+            op,
+            path,
+            DataNodeCluster.names(pipeline),
+            (long) d.slowNodeWaitMs(),
+            Thread.currentThread().getName());
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -427,6 +453,9 @@ public final class SimulatedFileSystem extends FileSystem
     delay(Op.CREATE, 0, area);
     if (!favoredNodes.isEmpty()) {
       counters.favoredCreates.increment();
+      if (System.getenv("SIMFS_DEBUG_PLACEMENT") != null) {
+        System.err.printf("simfs placement: %s favoured %s%n", p, favoredNodes);
+      }
     }
     java.nio.file.Path parent = p.getParent();
     if (parent != null) {
@@ -637,7 +666,7 @@ public final class SimulatedFileSystem extends FileSystem
       }
       long pending = bytes - syncedBytes;
       if (pending > 0 || !synced) {
-        delay(Op.SYNC, pending, area, pipeline);
+        delay(Op.SYNC, pending, area, pipeline, localPath);
         counters.bytesWritten.add(pending);
       }
       syncedBytes = bytes;
@@ -660,7 +689,7 @@ public final class SimulatedFileSystem extends FileSystem
       checkLease();
       long pending = bytes - syncedBytes;
       if (pending > 0 || !synced) {
-        delay(Op.WRITE, pending, area, pipeline);
+        delay(Op.WRITE, pending, area, pipeline, localPath);
         counters.bytesWritten.add(pending);
       }
       counters.countFile(area);

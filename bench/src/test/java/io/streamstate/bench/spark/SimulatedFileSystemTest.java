@@ -428,6 +428,9 @@ class SimulatedFileSystemTest {
       }
     }
     assertThat(seen).hasSize(8);
+    // Reported as HDFS reports dfs.replication: a writer asks that many favoured DataNodes.
+    assertThat(fs.getDefaultReplication(path(fs, "cp/x"))).isEqualTo((short) 3);
+    assertThat(open("slow-datanode").getDefaultReplication()).isEqualTo((short) 1);
     // A stream of another file system, or any other stream, has none.
     assertThat(fs.pipelineOf(OutputStream.nullOutputStream())).isEmpty();
     SimulatedFileSystem other = open("slow-datanode-periods");

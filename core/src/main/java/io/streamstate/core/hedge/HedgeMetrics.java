@@ -15,6 +15,7 @@ public final class HedgeMetrics {
   final LongAdder losersCleaned = new LongAdder();
   final LongAdder cleanupFailures = new LongAdder();
   final LongAdder losersLeft = new LongAdder();
+  final LongAdder hedgesFromReserve = new LongAdder();
 
   HedgeMetrics() {}
 
@@ -31,6 +32,9 @@ public final class HedgeMetrics {
    * @param cleanupFailures deletes of losing copies that failed (the file is left for retention)
    * @param losersLeft losing copies whose create ended with an unknown outcome, left in place
    *     (never cleaned up on an unknown outcome; a torn or duplicate file for retention)
+   * @param hedgesFromReserve of {@code hedgesFired}, those of writes stalled past {@link
+   *     HedgePolicy#stalledAfter()} whose hedge the budget had refused, started with a reserve
+   *     token (each also counted in {@code hedgesSkippedForBudget})
    */
   public record Snapshot(
       long writes,
@@ -40,7 +44,30 @@ public final class HedgeMetrics {
       long hedgesSkippedForBudget,
       long losersCleaned,
       long cleanupFailures,
-      long losersLeft) {
+      long losersLeft,
+      long hedgesFromReserve) {
+
+    /** A reading without reserve hedges. */
+    public Snapshot(
+        long writes,
+        long hedgesFired,
+        long hedgesAfterFailure,
+        long hedgesWon,
+        long hedgesSkippedForBudget,
+        long losersCleaned,
+        long cleanupFailures,
+        long losersLeft) {
+      this(
+          writes,
+          hedgesFired,
+          hedgesAfterFailure,
+          hedgesWon,
+          hedgesSkippedForBudget,
+          losersCleaned,
+          cleanupFailures,
+          losersLeft,
+          0);
+    }
 
     /** No counts: the start of a sum. */
     public static final Snapshot ZERO = new Snapshot(0, 0, 0, 0, 0, 0, 0, 0);
@@ -55,7 +82,8 @@ public final class HedgeMetrics {
           hedgesSkippedForBudget + other.hedgesSkippedForBudget,
           losersCleaned + other.losersCleaned,
           cleanupFailures + other.cleanupFailures,
-          losersLeft + other.losersLeft);
+          losersLeft + other.losersLeft,
+          hedgesFromReserve + other.hedgesFromReserve);
     }
 
     /** The counts since {@code earlier}, a snapshot of the same metrics taken before this one. */
@@ -68,7 +96,8 @@ public final class HedgeMetrics {
           hedgesSkippedForBudget - earlier.hedgesSkippedForBudget,
           losersCleaned - earlier.losersCleaned,
           cleanupFailures - earlier.cleanupFailures,
-          losersLeft - earlier.losersLeft);
+          losersLeft - earlier.losersLeft,
+          hedgesFromReserve - earlier.hedgesFromReserve);
     }
   }
 
@@ -82,6 +111,7 @@ public final class HedgeMetrics {
         hedgesSkippedForBudget.sum(),
         losersCleaned.sum(),
         cleanupFailures.sum(),
-        losersLeft.sum());
+        losersLeft.sum(),
+        hedgesFromReserve.sum());
   }
 }

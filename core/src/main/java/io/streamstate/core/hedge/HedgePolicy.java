@@ -23,6 +23,17 @@ import java.util.Arrays;
  * {@code budgetFraction} of writes are hedged, however slow the storage gets, so that hedging
  * cannot double the load on a store that is slow because it is overloaded. The bucket starts full.
  *
+ * <h2>Reserve for stalls</h2>
+ *
+ * Hedges that scheduling noise makes (a busy executor past a tight deadline) spend the same tokens
+ * as hedges of writes stuck behind a slow DataNode, so a stall may find the bucket empty. A second,
+ * smaller bucket is kept for that: every write also earns {@code reserveFraction} tokens, up to
+ * {@code reserveBurst}; a write still running {@code stalledAfter} after it started, and not hedged
+ * because the budget was spent, is hedged with a reserve token ({@link #tryAcquireReserve()}). No
+ * noise lasts that long, so the reserve is there when a write is really stuck; it still bounds the
+ * hedges of a store that is slow for everyone. Its burst covers the writes one slow DataNode holds
+ * at once (a stage's output files, say).
+ *
  * <h2>Defaults</h2>
  *
  * <table>
@@ -37,6 +48,9 @@ import java.util.Arrays;
  *   <tr><td>{@link Builder#minSamples minSamples}</td><td>20</td></tr>
  *   <tr><td>{@link Builder#budgetFraction budgetFraction}</td><td>0.05</td></tr>
  *   <tr><td>{@link Builder#budgetBurst budgetBurst}</td><td>5 tokens</td></tr>
+ *   <tr><td>{@link Builder#stalledAfter stalledAfter}</td><td>1 s</td></tr>
+ *   <tr><td>{@link Builder#reserveFraction reserveFraction}</td><td>0.01</td></tr>
+ *   <tr><td>{@link Builder#reserveBurst reserveBurst}</td><td>8 tokens</td></tr>
  * </table>
  */
 public final class HedgePolicy {
@@ -52,6 +66,9 @@ public final class HedgePolicy {
     private int minSamples = 20;
     private double budgetFraction = 0.05;
     private double budgetBurst = 5;
+    private Duration stalledAfter = Duration.ofSeconds(1);
+    private double reserveFraction = 0.01;
+    private double reserveBurst = 8;
 
     private Builder() {}
 
@@ -109,6 +126,24 @@ public final class HedgePolicy {
       return this;
     }
 
+    /** How long a write runs before it counts as stalled, and may hedge from the reserve (> 0). */
+    public Builder stalledAfter(Duration value) {
+      stalledAfter = value;
+      return this;
+    }
+
+    /** The reserve tokens each write earns, in [0, 1]. */
+    public Builder reserveFraction(double value) {
+      reserveFraction = value;
+      return this;
+    }
+
+    /** The most reserve tokens (held at start too), at least 0; 0 turns the reserve off. */
+    public Builder reserveBurst(double value) {
+      reserveBurst = value;
+      return this;
+    }
+
     /**
      * Builds the policy.
      *
@@ -127,6 +162,9 @@ public final class HedgePolicy {
   private final int minSamples;
   private final double budgetFraction;
   private final double budgetBurst;
+  private final long stalledAfterNanos;
+  private final double reserveFraction;
+  private final double reserveBurst;
   private final HedgeMetrics metrics = new HedgeMetrics();
 
   // Ring buffer of the latest latencies, and the deadline derived from it (-1: recompute).
@@ -137,6 +175,7 @@ public final class HedgePolicy {
 
   private final Object budgetLock = new Object();
   private double tokens; // guarded by budgetLock
+  private double reserveTokens; // guarded by budgetLock
 
   private HedgePolicy(Builder b) {
     this.enabled = b.enabled;
@@ -167,8 +206,22 @@ public final class HedgePolicy {
       throw new IllegalArgumentException("budgetBurst must be >= 1, was " + b.budgetBurst);
     }
     this.budgetBurst = b.budgetBurst;
+    this.stalledAfterNanos = nonNegative(b.stalledAfter, "stalledAfter");
+    if (stalledAfterNanos == 0) {
+      throw new IllegalArgumentException("stalledAfter must be > 0, was " + b.stalledAfter);
+    }
+    if (!(b.reserveFraction >= 0 && b.reserveFraction <= 1)) {
+      throw new IllegalArgumentException(
+          "reserveFraction must be in [0, 1], was " + b.reserveFraction);
+    }
+    this.reserveFraction = b.reserveFraction;
+    if (!(b.reserveBurst >= 0 && Double.isFinite(b.reserveBurst))) {
+      throw new IllegalArgumentException("reserveBurst must be >= 0, was " + b.reserveBurst);
+    }
+    this.reserveBurst = b.reserveBurst;
     this.samples = new long[b.window];
     this.tokens = b.budgetBurst;
+    this.reserveTokens = b.reserveBurst;
   }
 
   /**
@@ -185,7 +238,10 @@ public final class HedgePolicy {
             .window(samples.length)
             .minSamples(minSamples)
             .budgetFraction(budgetFraction)
-            .budgetBurst(budgetBurst);
+            .budgetBurst(budgetBurst)
+            .stalledAfter(Duration.ofNanos(stalledAfterNanos))
+            .reserveFraction(reserveFraction)
+            .reserveBurst(reserveBurst);
     if (!enabled) {
       b.disable();
     }
@@ -256,6 +312,37 @@ public final class HedgePolicy {
     metrics.writes.increment();
     synchronized (budgetLock) {
       tokens = Math.min(budgetBurst, tokens + budgetFraction);
+      reserveTokens = Math.min(reserveBurst, reserveTokens + reserveFraction);
+    }
+  }
+
+  /** How long a write runs before it counts as stalled (see "Reserve for stalls"). */
+  public Duration stalledAfter() {
+    return Duration.ofNanos(stalledAfterNanos);
+  }
+
+  long stalledAfterNanos() {
+    return stalledAfterNanos;
+  }
+
+  /** Whether a stalled write may ever hedge from the reserve (its burst is not 0). */
+  boolean hasReserve() {
+    return reserveBurst >= 1;
+  }
+
+  /**
+   * Spends one reserve token, for a write stalled past {@link #stalledAfter()} whose hedge the
+   * budget refused.
+   *
+   * @return false if fewer than one reserve token is left
+   */
+  public boolean tryAcquireReserve() {
+    synchronized (budgetLock) {
+      if (reserveTokens < 1) {
+        return false;
+      }
+      reserveTokens -= 1;
+      return true;
     }
   }
 
@@ -299,6 +386,12 @@ public final class HedgePolicy {
         + budgetFraction
         + ", budgetBurst="
         + budgetBurst
+        + ", stalledAfter="
+        + Duration.ofNanos(stalledAfterNanos)
+        + ", reserveFraction="
+        + reserveFraction
+        + ", reserveBurst="
+        + reserveBurst
         + "]";
   }
 

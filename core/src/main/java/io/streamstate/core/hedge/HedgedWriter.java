@@ -32,7 +32,9 @@ import org.slf4j.LoggerFactory;
  *       SupportsLateWriteReports takes such reports}), then start
  *       {@code create(alternateName)} with the same bytes, which therefore already avoids what made
  *       the primary late. At most one hedge per publish. Without a token, wait for the primary
- *       alone.
+ *       alone; if it is still running when it counts as stalled ({@link HedgePolicy#stalledAfter})
+ *       and the policy's reserve has a token, hedge it then (the reserve is kept for stuck writes:
+ *       hedges of scheduling noise cannot spend it).
  *   <li><b>h4</b> The first create to succeed wins; publish returns its name at once, without
  *       waiting for the other.
  *   <li><b>h5</b> The loser cleans up after itself, on its own executor thread: if its create
@@ -241,6 +243,20 @@ public final class HedgedWriter {
         // h3: late or failed. Decided under the monitor, so a primary that succeeded meanwhile
         // is seen above and no needless hedge starts.
         boolean hedged = hedge();
+        if (!hedged && !done[PRIMARY] && policy.hasReserve()) {
+          // h3': the budget was spent (by hedges of noise, it may be): a primary still running
+          // when it counts as stalled is hedged from the reserve kept for stuck writes.
+          long stalledAt = policy.stalledAfterNanos();
+          while (!done[PRIMARY] && (left = stalledAt - (System.nanoTime() - startNanos)) > 0) {
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+          }
+          if (winner >= 0) {
+            return result();
+          }
+          if (!done[PRIMARY]) {
+            hedged = hedgeFromReserve();
+          }
+        }
         // h4: the first success, or every started copy failed.
         while (winner < 0 && !(done[PRIMARY] && (!hedged || done[ALTERNATE]))) {
           wait();
@@ -262,13 +278,32 @@ public final class HedgedWriter {
 
     /** Starts the hedge if the budget allows; holds the monitor. */
     private boolean hedge() {
-      boolean afterFailure = done[PRIMARY];
       if (!policy.tryAcquireHedge()) {
         policy.metrics().hedgesSkippedForBudget.increment();
         noHedgeReason = " (not hedged: the hedge budget is spent)";
         LOG.debug("Not hedging {}: the hedge budget is spent", where(PRIMARY));
         return false;
       }
+      return startHedge("it passed its deadline");
+    }
+
+    /** Starts the hedge of a stalled primary if the reserve allows; holds the monitor. */
+    private boolean hedgeFromReserve() {
+      if (!policy.tryAcquireReserve()) {
+        noHedgeReason = " (not hedged: the hedge budget and its reserve are spent)";
+        LOG.debug("Not hedging {}: the hedge budget and its reserve are spent", where(PRIMARY));
+        return false;
+      }
+      if (!startHedge("it stalled and the budget was spent")) {
+        return false;
+      }
+      policy.metrics().hedgesFromReserve.increment();
+      return true;
+    }
+
+    /** Starts the alternate copy (a token is spent); holds the monitor. */
+    private boolean startHedge(String why) {
+      boolean afterFailure = done[PRIMARY];
       // Before the hedge starts: what the late copy reports (its slow DataNodes, say) steers the
       // hedge's own create away from it.
       try {
@@ -288,7 +323,7 @@ public final class HedgedWriter {
           "Hedging {} as {}: {}",
           where(PRIMARY),
           where(ALTERNATE),
-          afterFailure ? "it failed" : "it passed its deadline");
+          afterFailure ? "it failed" : why);
       return true;
     }
 

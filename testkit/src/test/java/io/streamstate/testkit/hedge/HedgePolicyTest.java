@@ -152,7 +152,8 @@ class HedgePolicyTest {
         .isEqualTo(
             "HedgePolicy[enabled, floor=PT0.02S, initialDeadline=PT0.2S, multiplier=1.5,"
                 + " percentile=0.95, window=256, minSamples=20, budgetFraction=0.05,"
-                + " budgetBurst=5.0]");
+                + " budgetBurst=5.0, stalledAfter=PT1S, reserveFraction=0.01, reserveBurst=8.0]");
+    assertThat(policy.stalledAfter()).isEqualTo(ofMillis(1000));
     assertThat(HedgePolicy.builder().disable().build().isEnabled()).isFalse();
   }
 

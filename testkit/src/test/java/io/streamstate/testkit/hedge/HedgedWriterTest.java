@@ -387,13 +387,14 @@ class HedgedWriterTest {
   // ---- budget ----
 
   @Test
-  void withTheBudgetSpentNoHedgeFiresAndTheWriteWaitsForThePrimary() throws Exception {
+  void withTheBudgetAndItsReserveSpentNoHedgeFiresAndTheWriteWaitsForThePrimary() throws Exception {
     HedgePolicy policy =
         HedgePolicy.builder()
             .floor(Duration.ZERO)
             .initialDeadline(Duration.ZERO)
             .budgetBurst(1)
             .budgetFraction(0)
+            .reserveBurst(0)
             .build();
     HedgedWriter writer = writer(policy);
     Stall first = stall(PRIMARY);
@@ -415,6 +416,41 @@ class HedgedWriterTest {
     assertThat(storage.calls()).noneMatch(call -> call.name().equals("second.h"));
     assertThat(disk.names()).containsExactlyInAnyOrder(ALTERNATE, "second");
     assertThat(metrics(writer)).isEqualTo(counts(2, 1, 0, 1, 1, 1, 0, 0));
+  }
+
+  @Test
+  void aWriteStalledWithTheBudgetSpentIsHedgedFromTheReserve() throws Exception {
+    HedgePolicy policy =
+        HedgePolicy.builder()
+            .floor(Duration.ZERO)
+            .initialDeadline(Duration.ZERO)
+            .budgetBurst(1)
+            .budgetFraction(0)
+            .stalledAfter(Duration.ofMillis(1))
+            .reserveBurst(1)
+            .reserveFraction(0)
+            .build();
+    assertThat(policy.tryAcquireHedge()).isTrue(); // hedges of noise spent the budget
+    HedgedWriter writer = writer(policy);
+    Stall stuck = stall(PRIMARY);
+
+    // Returns while the primary is still stuck: the reserve paid for its hedge.
+    HedgedPublish result = writer.publish(storage, PRIMARY, ALTERNATE, content);
+    assertThat(result.name()).isEqualTo(ALTERNATE);
+    assertThat(result.hedgeWon()).isTrue();
+    assertThat(stuck.awaitBlocked(1, WAIT)).isTrue();
+    stuck.release();
+
+    // The reserve is spent too: the next stuck write waits for its primary.
+    Stall second = stall("second");
+    Future<HedgedPublish> publish =
+        callers.submit(() -> writer.publish(storage, "second", "second.h", content));
+    assertThat(second.awaitBlocked(1, WAIT)).isTrue();
+    await().atMost(WAIT).until(() -> metrics(writer).hedgesSkippedForBudget() == 2);
+    second.release();
+    assertThat(publish.get().hedgeFired()).isFalse();
+    awaitBackgroundWork();
+    assertThat(metrics(writer)).isEqualTo(new HedgeMetrics.Snapshot(2, 1, 0, 1, 2, 1, 0, 0, 1));
   }
 
   @Test

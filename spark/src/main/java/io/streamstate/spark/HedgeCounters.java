@@ -1,0 +1,29 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.hedge.HedgeMetrics;
+
+/**
+ * This JVM's hedging counters, summed over its hedged writers of each kind: the state stores'
+ * commits, Spark's log entries (offsets, commits, sink and source logs, through {@link
+ * RenameFreeCheckpointFileManager}), and the file sink's outputs ({@link
+ * HedgedFileCommitProtocol}). Cumulative since the JVM started; {@link HedgeMetrics.Snapshot#since}
+ * gives a delta. For tools and benchmarks (Spark's own metrics carry the stores' per operator).
+ */
+public final class HedgeCounters {
+  private HedgeCounters() {}
+
+  /** The state stores' commit writes (changelogs, segments, journal appends). */
+  public static HedgeMetrics.Snapshot stateCommits() {
+    return StreamStateProvider.hedgeMetricsForTests();
+  }
+
+  /** Spark's log entries written through our checkpoint file manager. */
+  public static HedgeMetrics.Snapshot sparkLogs() {
+    return HedgedLogWrites.totals();
+  }
+
+  /** The file sink's output files written through our commit protocol. */
+  public static HedgeMetrics.Snapshot sinkOutputs() {
+    return HedgedSinkWrites.totals();
+  }
+}
