@@ -12,6 +12,6 @@ import io.streamstate.core.format.FramedFile;
 public record EncodedCommit(long version, long commitId, long parentId, byte[] payload) {
   /** The length of the changelog file that holds this commit: the payload in its frame. */
   public long framedLength() {
-    return payload.length + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
+    return FramedFile.framedLength(payload.length);
   }
 }

@@ -41,12 +41,20 @@ public final class RetentionPlanner {
     return oldest <= 1 ? -1 : oldest;
   }
 
+  /** Snapshot intervals of lineage kept beyond the versions to retain: the base lies among them. */
+  private static final long LINEAGE_SNAPSHOT_INTERVALS = 4;
+
+  /** Lineage entries kept beyond those, for slack. */
+  private static final long LINEAGE_SLACK_VERSIONS = 16;
+
   /**
    * How many lineage entries (version to commit id) a store keeps in memory: retention only needs
    * the ids of versions near its base, and forgetting older ones only makes it keep more.
    */
   public static long lineageToKeep(StoreOptions options) {
-    return options.minVersionsToRetain() + 4L * options.snapshotInterval() + 16;
+    return options.minVersionsToRetain()
+        + LINEAGE_SNAPSHOT_INTERVALS * options.snapshotInterval()
+        + LINEAGE_SLACK_VERSIONS;
   }
 
   /**

@@ -273,10 +273,13 @@ public final class SegmentCatalog {
     return d;
   }
 
+  /** What a decoded member holds besides its changelog and prefix: its ids and array headers. */
+  private static final long MEMBER_OVERHEAD_BYTES = 24;
+
   private static long bytesOf(Segment s) {
     long n = 0;
     for (Segment.Member m : s.members()) {
-      n += m.changelog().length + m.storePrefix().length() + 24;
+      n += m.changelog().length + m.storePrefix().length() + MEMBER_OVERHEAD_BYTES;
     }
     return n;
   }

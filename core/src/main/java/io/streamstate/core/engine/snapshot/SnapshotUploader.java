@@ -163,7 +163,7 @@ public final class SnapshotUploader {
   }
 
   private static long framedLength(long payloadLength) {
-    return payloadLength + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
+    return FramedFile.framedLength(payloadLength);
   }
 
   /** s2: the manifest of the checkpoint, its new shared SSTs uploaded; null once stopped. */
