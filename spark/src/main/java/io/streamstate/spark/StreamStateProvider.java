@@ -1,32 +1,32 @@
 package io.streamstate.spark;
 
-import java.io.IOException;
-import java.util.Collections;
-import org.apache.hadoop.fs.FileStatus;
-import java.util.ArrayList;
-import java.util.List;
-import org.apache.hadoop.fs.FileSystem;
-import java.util.regex.Pattern;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.HashMap;
-import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.VersionedStoreBuilder;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedWriter;
+import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
@@ -111,8 +111,7 @@ public class StreamStateProvider implements StateStoreProvider {
 
   /** This JVM's hedging counters (all zero before the first store opens); for tests. */
   static synchronized HedgeMetrics.Snapshot hedgeMetricsForTests() {
-    HedgeMetrics.Snapshot sum =
-        HedgeMetrics.Snapshot.ZERO;
+    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
     for (HedgedWriter h : HEDGERS.values()) {
       sum = sum.plus(h.policy().metrics().snapshot());
     }
@@ -128,8 +127,7 @@ public class StreamStateProvider implements StateStoreProvider {
   private volatile boolean closed;
 
   /** See {@link #lastSnapshotReported()}. */
-  private final AtomicLong lastSnapshotReported =
-      new AtomicLong(-1);
+  private final AtomicLong lastSnapshotReported = new AtomicLong(-1);
 
   /** Engine counters at the previous commit; guarded by {@link #permit}. */
   private StoreMetrics.Snapshot metricsAtLastCommit;

@@ -1,8 +1,8 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
-import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.format.Changelog;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -341,8 +341,8 @@ public final class StateTransaction implements AutoCloseable {
    *
    * @return the new version
    * @throws RetryableException nothing was committed; aborted
-   * @throws OutcomeUnknownException the changelog may or may not be
-   *     durable; aborted; load again to find out
+   * @throws OutcomeUnknownException the changelog may or may not be durable; aborted; load again to
+   *     find out
    */
   public long commit() {
     checkOpen();

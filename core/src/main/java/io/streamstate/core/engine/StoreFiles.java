@@ -13,8 +13,8 @@ import java.util.List;
 
 /**
  * A store's durable files as loads, retention and the segment sweep see them: listings parsed by
- * name ({@link StoreLayout}), and reads that check a file holds what its name says. One copy of each,
- * so that every reader takes the same files for the same things.
+ * name ({@link StoreLayout}), and reads that check a file holds what its name says. One copy of
+ * each, so that every reader takes the same files for the same things.
  *
  * @apiNote Internal: public for the engine's packages only.
  */

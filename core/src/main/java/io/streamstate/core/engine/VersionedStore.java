@@ -96,8 +96,8 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   /**
-   * A builder of a store named {@code name} (how messages name it, for example {@code
-   * op=0/part=3}) whose durable files live in {@code storage}.
+   * A builder of a store named {@code name} (how messages name it, for example {@code op=0/part=3})
+   * whose durable files live in {@code storage}.
    */
   public static VersionedStoreBuilder builder(String name, Storage storage) {
     return new VersionedStoreBuilder(name, storage);

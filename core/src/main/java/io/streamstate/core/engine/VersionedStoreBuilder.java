@@ -22,9 +22,9 @@ import java.util.concurrent.Executor;
 
 /**
  * Builds a {@link VersionedStore}: takes what the caller shares between stores (storage, memory
- * budget, hedger, group committer) and wires the store's collaborators (Flink's
- * {@code RocksDBKeyedStateBackendBuilder} is the model). Nothing is read until the store's first
- * {@link VersionedStore#begin}.
+ * budget, hedger, group committer) and wires the store's collaborators (Flink's {@code
+ * RocksDBKeyedStateBackendBuilder} is the model). Nothing is read until the store's first {@link
+ * VersionedStore#begin}.
  *
  * <pre>{@code
  * VersionedStore store =
@@ -61,8 +61,8 @@ public final class VersionedStoreBuilder {
   }
 
   /**
-   * The store's local directory, which belongs to this store alone: whatever it holds is deleted
-   * at {@link #open}, since a local instance is never trusted across instances (its WAL is off).
+   * The store's local directory, which belongs to this store alone: whatever it holds is deleted at
+   * {@link #open}, since a local instance is never trusted across instances (its WAL is off).
    */
   public VersionedStoreBuilder localDir(Path localDir) {
     this.localDir = Objects.requireNonNull(localDir, "localDir");

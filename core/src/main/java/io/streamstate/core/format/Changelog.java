@@ -1,10 +1,9 @@
 package io.streamstate.core.format;
 
-import java.util.ArrayList;
-import java.util.Arrays;
-
 import io.streamstate.core.error.CorruptFileException;
 import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.zip.DataFormatException;

@@ -1,8 +1,7 @@
 package io.streamstate.core.format;
 
-import io.streamstate.core.error.MissingFileException;
-
 import io.streamstate.core.error.CorruptFileException;
+import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.ContentWriter;

@@ -3,7 +3,6 @@ package io.streamstate.core.hedge;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
-
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsLateWriteReports;

@@ -16,10 +16,10 @@ public interface AppendableFile extends AutoCloseable {
    * Appends {@code bytes} and makes them durable before returning.
    *
    * @return the offset in the file at which {@code bytes} begin
-   * @throws OutcomeUnknownException the append failed and any prefix of
-   *     {@code bytes} may be in the file; the file is closed for appends
-   * @throws RetryableException the append failed before writing any byte;
-   *     the file is closed for appends too
+   * @throws OutcomeUnknownException the append failed and any prefix of {@code bytes} may be in the
+   *     file; the file is closed for appends
+   * @throws RetryableException the append failed before writing any byte; the file is closed for
+   *     appends too
    * @throws IllegalStateException the file is closed, or an earlier append failed
    */
   long append(byte[] bytes);

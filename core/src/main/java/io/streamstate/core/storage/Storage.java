@@ -4,7 +4,6 @@ import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
-
 import java.io.InputStream;
 import java.util.List;
 
@@ -19,16 +18,15 @@ import java.util.List;
  *
  * <ol>
  *   <li><b>Create-if-absent.</b> Of any number of concurrent {@link #create} calls for one name, at
- *       most one succeeds; every other one throws {@link
- *       FileAlreadyExistsException}. A name that exists (even as a torn
- *       file left by a crashed writer) can never be created again until it is deleted.
+ *       most one succeeds; every other one throws {@link FileAlreadyExistsException}. A name that
+ *       exists (even as a torn file left by a crashed writer) can never be created again until it
+ *       is deleted.
  *   <li><b>Read-after-create.</b> Once {@code create} returns, {@link #open} from any process
  *       returns exactly the bytes written, and the file survives a crash of this process or machine
  *       (the implementation's durability point: fsync, hsync, or a completed PUT).
- *   <li><b>No partial success reported.</b> If {@code create} throws {@link
- *       RetryableException}, nothing is left at the name. If it throws
- *       {@link OutcomeUnknownException}, the file may exist, complete or
- *       not; the caller must read it back to decide.
+ *   <li><b>No partial success reported.</b> If {@code create} throws {@link RetryableException},
+ *       nothing is left at the name. If it throws {@link OutcomeUnknownException}, the file may
+ *       exist, complete or not; the caller must read it back to decide.
  * </ol>
  *
  * <p>What it does <em>not</em> guarantee: that a reader never sees a file that is still being

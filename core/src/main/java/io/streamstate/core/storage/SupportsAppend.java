@@ -21,9 +21,9 @@ import io.streamstate.core.error.UnsupportedException;
  *       appending, after it closed, and after it died; and the bytes survive a crash of the
  *       writer's process or machine.
  *   <li><b>Nothing after a failure.</b> An append that fails may have left any prefix of its bytes
- *       in the file ({@link OutcomeUnknownException}); the file is then
- *       closed for appends, so whatever a reader finds after the last complete append is the one
- *       failed append's prefix, never anything later.
+ *       in the file ({@link OutcomeUnknownException}); the file is then closed for appends, so
+ *       whatever a reader finds after the last complete append is the one failed append's prefix,
+ *       never anything later.
  * </ol>
  *
  * <p>A reader may see a partial append of a writer that is still appending: what is appended must
@@ -54,8 +54,7 @@ public interface SupportsAppend {
    * open, so a live writer cannot be stopped and is reported instead). An absent name is nothing to
    * fence. For logs whose next writer must be the only one (a restarted driver).
    *
-   * @throws ConflictException a live writer holds the file and cannot be
-   *     stopped from here
+   * @throws ConflictException a live writer holds the file and cannot be stopped from here
    * @throws RetryableException fencing did not complete
    * @throws UnsupportedException this storage cannot fence
    */

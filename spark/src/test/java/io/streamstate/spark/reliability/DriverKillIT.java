@@ -1,10 +1,10 @@
 package io.streamstate.spark.reliability;
 
-import io.streamstate.core.storage.LocalStorage;
-import io.streamstate.core.engine.segment.SegmentCatalog;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.core.engine.segment.SegmentCatalog;
+import io.streamstate.core.storage.LocalStorage;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

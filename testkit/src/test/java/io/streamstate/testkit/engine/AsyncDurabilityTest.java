@@ -37,7 +37,11 @@ class AsyncDurabilityTest {
   private int instances;
 
   private VersionedStore open(Storage storage) {
-    return VersionedStore.builder("op=0/part=0", storage).localDir(tmp.resolve("l" + (++instances))).options(ASYNC).memoryBudget(EngineFixture.BUDGET).open();
+    return VersionedStore.builder("op=0/part=0", storage)
+        .localDir(tmp.resolve("l" + (++instances)))
+        .options(ASYNC)
+        .memoryBudget(EngineFixture.BUDGET)
+        .open();
   }
 
   private static void commit(VersionedStore store, long v) {

@@ -4,10 +4,10 @@ import static io.streamstate.testkit.engine.EngineFixture.assertState;
 import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.testkit.FaultInjectingStorage;
 import io.streamstate.testkit.FaultInjectingStorage.CallKind;
 import io.streamstate.testkit.InMemoryStorage;
@@ -28,7 +28,11 @@ class CommitPathTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
         VersionedStore store =
-            VersionedStore.builder("s", storage).localDir(tmp.resolve("l")).options(StoreOptions.defaults()).memoryBudget(budget).open()) {
+            VersionedStore.builder("s", storage)
+                .localDir(tmp.resolve("l"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open()) {
       for (long v = 1; v <= 20; v++) {
         long before = storage.callCount();
         try (StateTransaction tx = store.begin(v - 1)) { // warm from version 1 on
@@ -55,9 +59,17 @@ class CommitPathTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
         VersionedStore a =
-            VersionedStore.builder("a", durable).localDir(tmp.resolve("a")).options(StoreOptions.defaults()).memoryBudget(budget).open();
+            VersionedStore.builder("a", durable)
+                .localDir(tmp.resolve("a"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open();
         VersionedStore b =
-            VersionedStore.builder("b", storage).localDir(tmp.resolve("b")).options(StoreOptions.defaults()).memoryBudget(budget).open()) {
+            VersionedStore.builder("b", storage)
+                .localDir(tmp.resolve("b"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open()) {
       for (long v = 1; v <= 5; v++) {
         try (StateTransaction tx = a.begin(v - 1)) {
           writeVersion(tx, v);
@@ -86,7 +98,11 @@ class CommitPathTest {
         StoreOptions.defaults().withMinVersionsToRetain(3).withSnapshotInterval(5);
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
         VersionedStore store =
-            VersionedStore.builder("s", storage).localDir(tmp.resolve("l")).options(options).memoryBudget(budget).open()) {
+            VersionedStore.builder("s", storage)
+                .localDir(tmp.resolve("l"))
+                .options(options)
+                .memoryBudget(budget)
+                .open()) {
       List<Long> listsPerRun = new ArrayList<>();
       List<Integer> deletedPerRun = new ArrayList<>();
       for (long v = 1; v <= 14; v++) {
@@ -121,7 +137,12 @@ class CommitPathTest {
       InMemoryStorage durable = new InMemoryStorage();
       for (int i = 0; i < 4; i++) {
         stores.add(
-            VersionedStore.builder("s" + i, durable).prefix("s" + i + "/").localDir(tmp.resolve("m" + i)).options(StoreOptions.defaults()).memoryBudget(budget).open());
+            VersionedStore.builder("s" + i, durable)
+                .prefix("s" + i + "/")
+                .localDir(tmp.resolve("m" + i))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open());
       }
       Random random = new Random(1);
       byte[] value = new byte[1000];

@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.engine.CloseableIterator;
-import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.engine.KeyValue;
-import io.streamstate.core.engine.local.RocksDbMemoryBudget;
-import io.streamstate.core.engine.retention.SegmentSweep;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.engine.retention.SegmentSweep;
+import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.hedge.HedgePolicy;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.testkit.InMemoryStorage;
@@ -180,7 +180,14 @@ class EngineModelTest {
     void openStore() {
       instance++;
       store =
-          VersionedStore.builder("model-" + seed, storage).prefix("s/").localDir(tmp.resolve("seed" + seed + "-" + instance)).options(options).memoryBudget(budget).hedger(hedger).groupCommitter(groupCommitter).open();
+          VersionedStore.builder("model-" + seed, storage)
+              .prefix("s/")
+              .localDir(tmp.resolve("seed" + seed + "-" + instance))
+              .options(options)
+              .memoryBudget(budget)
+              .hedger(hedger)
+              .groupCommitter(groupCommitter)
+              .open();
     }
 
     /** Loads a version; its state must be exactly one of the version's alternatives. */

@@ -48,7 +48,12 @@ class HedgedCommitTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 7).build();
     HedgedWriter hedger = new HedgedWriter(hedgeAtOnce(), pool);
     try (VersionedStore store =
-        VersionedStore.builder("s", storage).localDir(tmp.resolve("w")).options(StoreOptions.defaults()).memoryBudget(EngineFixture.BUDGET).hedger(hedger).open()) {
+        VersionedStore.builder("s", storage)
+            .localDir(tmp.resolve("w"))
+            .options(StoreOptions.defaults())
+            .memoryBudget(EngineFixture.BUDGET)
+            .hedger(hedger)
+            .open()) {
       for (long v = 1; v <= 3; v++) {
         try (StateTransaction tx = store.begin(v - 1)) {
           writeVersion(tx, v);
@@ -71,7 +76,11 @@ class HedgedCommitTest {
 
       // Another instance loads version 4 from the hedge copy alone.
       try (VersionedStore reader =
-              VersionedStore.builder("r", durable).localDir(tmp.resolve("r")).options(StoreOptions.defaults()).memoryBudget(EngineFixture.BUDGET).open();
+              VersionedStore.builder("r", durable)
+                  .localDir(tmp.resolve("r"))
+                  .options(StoreOptions.defaults())
+                  .memoryBudget(EngineFixture.BUDGET)
+                  .open();
           StateTransaction tx = reader.begin(4)) {
         assertState(tx, 4);
       }
@@ -82,7 +91,11 @@ class HedgedCommitTest {
       assertThat(pool.awaitTermination(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
       assertThat(changelogsOf(durable, 4)).singleElement().asString().endsWith("-h.changelog");
       try (VersionedStore reader =
-              VersionedStore.builder("r2", durable).localDir(tmp.resolve("r2")).options(StoreOptions.defaults()).memoryBudget(EngineFixture.BUDGET).open();
+              VersionedStore.builder("r2", durable)
+                  .localDir(tmp.resolve("r2"))
+                  .options(StoreOptions.defaults())
+                  .memoryBudget(EngineFixture.BUDGET)
+                  .open();
           StateTransaction tx = reader.begin(4)) {
         assertState(tx, 4);
       }

@@ -5,13 +5,13 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.core.engine.segment.GroupCommitter;
-import io.streamstate.core.engine.retention.SegmentSweep;
-import io.streamstate.core.engine.segment.SegmentCatalog;
-import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.retention.SegmentSweep;
+import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.engine.segment.SegmentCatalog;
+import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;

@@ -21,8 +21,8 @@ import org.slf4j.LoggerFactory;
  * Async durability (docs/protocol.md, "Durability modes", a1-a3): a commit is queued and returns;
  * {@link AsyncUploads} publishes the queued changelogs in version order in the background, each as
  * {@link ChangelogPublisher} would, under the same attempt-unique names. A retry after an unknown
- * outcome or a taken name first reads back both names the commit may have used, and else writes
- * the alternate name. What the background uploads write is counted by {@code counter}.
+ * outcome or a taken name first reads back both names the commit may have used, and else writes the
+ * alternate name. What the background uploads write is counted by {@code counter}.
  *
  * @apiNote Internal: public for the engine's packages only.
  */

@@ -4,8 +4,8 @@ import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 
 /**
- * How a store makes its commits durable: step c2 of docs/protocol.md, "Commit" (and a1, g2).
- * One strategy per store, chosen when the store is built:
+ * How a store makes its commits durable: step c2 of docs/protocol.md, "Commit" (and a1, g2). One
+ * strategy per store, chosen when the store is built:
  *
  * <ul>
  *   <li>{@link ChangelogPublisher}: one changelog per commit, hedged (sync durability);

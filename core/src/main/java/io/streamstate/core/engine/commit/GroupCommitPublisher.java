@@ -25,8 +25,7 @@ public final class GroupCommitPublisher implements CommitPublisher {
    * @param storePrefix the store's prefix, which names its members in segment indexes
    * @param alone publishes a commit that has no ticket
    */
-  public GroupCommitPublisher(
-      GroupCommitter committer, String storePrefix, CommitPublisher alone) {
+  public GroupCommitPublisher(GroupCommitter committer, String storePrefix, CommitPublisher alone) {
     this.committer = committer;
     this.storePrefix = storePrefix;
     this.alone = alone;

@@ -1,6 +1,5 @@
 package io.streamstate.core.engine.local;
 
-import org.rocksdb.IndexType;
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
@@ -22,6 +21,7 @@ import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.CompressionType;
 import org.rocksdb.DBOptions;
 import org.rocksdb.FlushOptions;
+import org.rocksdb.IndexType;
 import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;

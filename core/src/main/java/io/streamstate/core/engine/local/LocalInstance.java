@@ -142,8 +142,7 @@ public final class LocalInstance {
    * Opens the instance restored into {@code dbDir} (from {@link #newDbDir}) as commit {@code
    * commitId} of {@code version}, whose SSTs {@code confirmed} are in a published manifest.
    */
-  public void openRestored(
-      Path dbDir, long version, long commitId, Map<String, String> confirmed) {
+  public void openRestored(Path dbDir, long version, long commitId, Map<String, String> confirmed) {
     db = LocalDb.open(storeName, dbDir, budget);
     this.version = version;
     this.commitId = commitId;

@@ -68,8 +68,7 @@ final class DurableListing {
           for (StoreFiles.ListedChangelog f : changelogs.getOrDefault(v, List.of())) {
             StoreLayout.ChangelogName n = f.name();
             found.add(
-                new Candidate(
-                    n.name(), v, n.commitId(), n.hedge(), f.lastModifiedMillis(), false));
+                new Candidate(n.name(), v, n.commitId(), n.hedge(), f.lastModifiedMillis(), false));
           }
           for (SegmentCatalog.SegmentFile f : segments.getOrDefault(v, List.of())) {
             String segment = f.name().name();
@@ -78,7 +77,12 @@ final class DurableListing {
                 if (e.storePrefix().equals(layout.prefix())) {
                   found.add(
                       new Candidate(
-                          segment, v, e.commitId(), f.name().hedge(), f.lastModifiedMillis(), true));
+                          segment,
+                          v,
+                          e.commitId(),
+                          f.name().hedge(),
+                          f.lastModifiedMillis(),
+                          true));
                 }
               }
             } catch (CorruptFileException | MissingFileException e) {

@@ -247,10 +247,7 @@ public final class LineageLoader {
       metrics.countPublished(
           bridges.publish(
               new EncodedCommit(
-                  v,
-                  commitId,
-                  local.commitId(),
-                  bridge.encodeStored(options.changelogCodec()))));
+                  v, commitId, local.commitId(), bridge.encodeStored(options.changelogCodec()))));
       local.apply(bridge);
     }
   }

@@ -16,10 +16,10 @@ import java.util.function.Predicate;
 
 /**
  * What retention may delete, decided in one place (I6, I7; docs/protocol.md, "Retention" r1-r5, and
- * the segment sweep, g4): which version is the oldest that must stay loadable, which snapshot is the
- * base that loading it stands on, and which files no retained version needs. Pure functions of
- * listings: per-store retention ({@link StoreRetention}) and the segment sweep ({@link SegmentSweep})
- * list and read, this decides.
+ * the segment sweep, g4): which version is the oldest that must stay loadable, which snapshot is
+ * the base that loading it stands on, and which files no retained version needs. Pure functions of
+ * listings: per-store retention ({@link StoreRetention}) and the segment sweep ({@link
+ * SegmentSweep}) list and read, this decides.
  *
  * @apiNote Internal: public for the engine's packages only.
  */
@@ -163,8 +163,8 @@ public final class RetentionPlanner {
 
   /**
    * r5: the SSTs (content-addressed names and hedge copies alike) no retained snapshot references,
-   * once older than the grace period (I8: a snapshot in flight, here or elsewhere, may have uploaded
-   * them and not yet published its manifest).
+   * once older than the grace period (I8: a snapshot in flight, here or elsewhere, may have
+   * uploaded them and not yet published its manifest).
    */
   public static List<String> unreferencedSsts(
       List<FileInfo> ssts, Set<String> referenced, long nowMillis, long graceMillis) {

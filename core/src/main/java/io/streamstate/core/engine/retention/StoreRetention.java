@@ -43,7 +43,9 @@ public final class StoreRetention {
     static final Outcome NONE = new Outcome(0, -1);
   }
 
-  /** @param history the snapshots this store instance wrote or restored: r1's hint */
+  /**
+   * @param history the snapshots this store instance wrote or restored: r1's hint
+   */
   public StoreRetention(
       Storage storage,
       StoreLayout layout,

@@ -1,7 +1,6 @@
 package io.streamstate.core.engine.segment;
 
 import io.streamstate.core.engine.CommitIds;
-
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;

@@ -27,9 +27,9 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The segments of one storage root, as this process knows them: their names, their indexes (cached
- * for good: segments are immutable) and recently read members. One per {@link Storage} per
- * process. It also holds the root's {@link SegmentSweep} (which deletes the segments no store needs
- * any more; its logic is retention's), so that every store of the root shares one sweep schedule.
+ * for good: segments are immutable) and recently read members. One per {@link Storage} per process.
+ * It also holds the root's {@link SegmentSweep} (which deletes the segments no store needs any
+ * more; its logic is retention's), so that every store of the root shares one sweep schedule.
  *
  * <pre>
  * _segments/&lt;version&gt;-&lt;segment id&gt;.segment     one group commit of several stores
@@ -311,7 +311,9 @@ public final class SegmentCatalog {
   // ---------------------------------------------------------------------------------------------
   // What the sweep (engine.retention.SegmentSweep) asks of the catalog
 
-  /** The sweep of this storage root in this process: its schedule is shared by the root's stores. */
+  /**
+   * The sweep of this storage root in this process: its schedule is shared by the root's stores.
+   */
   public SegmentSweep sweep() {
     return sweep;
   }

@@ -1,7 +1,6 @@
 package io.streamstate.core.engine.segment;
 
 import io.streamstate.core.engine.StoreLayout;
-
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;

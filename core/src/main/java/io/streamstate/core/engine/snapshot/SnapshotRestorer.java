@@ -28,7 +28,9 @@ public final class SnapshotRestorer {
   private final Storage storage;
   private final SnapshotHistory history;
 
-  /** @param history told of every snapshot restored */
+  /**
+   * @param history told of every snapshot restored
+   */
   public SnapshotRestorer(Storage storage, SnapshotHistory history) {
     this.storage = storage;
     this.history = history;

@@ -21,8 +21,8 @@ import org.slf4j.LoggerFactory;
  * background requests join it and are answered when it ends, by it or by one follow-up snapshot of
  * the then newest version. The local checkpoint (s1) is taken under the store's lock, which guards
  * the local instance, so that it holds exactly one committed version (I10); the upload ({@link
- * SnapshotUploader}: s2, s3) runs outside it; its publication confirms the instance's SSTs for reuse
- * (s4, I9).
+ * SnapshotUploader}: s2, s3) runs outside it; its publication confirms the instance's SSTs for
+ * reuse (s4, I9).
  *
  * @apiNote Internal: public for the engine's packages only.
  */

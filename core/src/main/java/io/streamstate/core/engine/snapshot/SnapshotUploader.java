@@ -4,7 +4,6 @@ import io.streamstate.core.engine.CommitIds;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.StoreOptions;
-
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.RetryableException;

@@ -35,8 +35,7 @@ class CommitPublishersTest {
 
     PublishedCommit published = publisher.publish(commit);
 
-    assertThat(
-            FramedFile.readPayload(storage, LAYOUT.changelog(3, 42), FileKind.CHANGELOG))
+    assertThat(FramedFile.readPayload(storage, LAYOUT.changelog(3, 42), FileKind.CHANGELOG))
         .isEqualTo(commit.payload());
     long framed = FramedFile.framedLength(commit.payload().length);
     assertThat(published)

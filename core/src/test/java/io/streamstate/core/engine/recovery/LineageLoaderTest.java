@@ -76,8 +76,7 @@ class LineageLoaderTest {
             List.of(
                 new Changelog.FamilyChanges(
                     LocalDb.DEFAULT_FAMILY,
-                    List.of(
-                        new Changelog.Change(KEY, value.getBytes(StandardCharsets.UTF_8))))));
+                    List.of(new Changelog.Change(KEY, value.getBytes(StandardCharsets.UTF_8))))));
     changelogs.publish(
         new EncodedCommit(
             version, id, parent, changelog.encodeStored(StoreOptions.defaults().changelogCodec())));

@@ -64,7 +64,14 @@ class RetentionPlannerTest {
     SnapshotName baseHedge = snapshot(4, lineage.get(4L), true);
     SnapshotName newer = snapshot(8, lineage.get(8L), false);
     Map<SnapshotName, Set<String>> refs =
-        Map.of(old, Set.of("sst/a"), base, Set.of("sst/b"), baseHedge, Set.of("sst/b"), newer,
+        Map.of(
+            old,
+            Set.of("sst/a"),
+            base,
+            Set.of("sst/b"),
+            baseHedge,
+            Set.of("sst/b"),
+            newer,
             Set.of("sst/c"));
 
     RetentionPlanner.StorePlan plan =
