@@ -216,7 +216,11 @@ class RetentionPlannerTest {
     // An SST goes only if no remaining usable snapshot at or above the base references it.
     for (SnapshotName s : snapshots) {
       if (remaining.contains(s.name()) && manifests.containsKey(s)) {
-        assertThat(deleted).as(context).doesNotContainAnyElementsOf(manifests.get(s));
+        for (String sst : manifests.get(s)) {
+          assertThat(deleted)
+              .as(context + ": " + s.name() + " references " + sst)
+              .doesNotContain(sst);
+        }
       }
     }
   }
