@@ -41,6 +41,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Segments appended to a journal ({@link SegmentJournalReader}) are listed here like segment
  * files, each under a record name ({@code <journal>@<offset>}); reading a member reads its record.
+ *
+ * @apiNote Internal: public for the engine's packages, and for tests that inspect segments, only.
  */
 public final class SegmentCatalog {
   public static final String SEGMENT_DIR = "_segments/";
