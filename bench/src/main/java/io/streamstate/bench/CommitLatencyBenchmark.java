@@ -1,9 +1,9 @@
 package io.streamstate.bench;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.storage.LocalStorage;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -59,13 +59,11 @@ public class CommitLatencyBenchmark {
     dir = Files.createTempDirectory("streamstate-bench");
     budget = new RocksDbMemoryBudget(256L << 20);
     store =
-        VersionedStore.open(
-            "bench",
-            new LocalStorage(dir.resolve("durable")),
-            "",
-            dir.resolve("local"),
-            StoreOptions.defaults(),
-            budget);
+        VersionedStore.builder("bench", new LocalStorage(dir.resolve("durable")))
+            .localDir(dir.resolve("local"))
+            .options(StoreOptions.defaults())
+            .memoryBudget(budget)
+            .open();
     version = 0;
   }
 

@@ -2,10 +2,10 @@ package io.streamstate.bench;
 
 import io.streamstate.core.engine.CloseableIterator;
 import io.streamstate.core.engine.KeyValue;
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.storage.LocalStorage;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -49,13 +49,11 @@ public class RowPathHarness {
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(256L << 20);
         VersionedStore store =
-            VersionedStore.open(
-                "rp",
-                new LocalStorage(dir.resolve("durable")),
-                "",
-                dir.resolve("local"),
-                StoreOptions.defaults(),
-                budget)) {
+            VersionedStore.builder("rp", new LocalStorage(dir.resolve("durable")))
+                .localDir(dir.resolve("local"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open()) {
       long version = 0, count = 0;
       long[] cpu = new long[batches], wall = new long[batches];
       long[][] ph = new long[4][batches];

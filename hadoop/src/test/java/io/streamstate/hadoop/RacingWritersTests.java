@@ -3,10 +3,10 @@ package io.streamstate.hadoop;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
@@ -203,8 +203,12 @@ abstract class RacingWritersTests {
   }
 
   private VersionedStore openStore(String name, Storage storage) {
-    return VersionedStore.open(
-        name, storage, PREFIX, localDirs.resolve(name), StoreOptions.defaults(), budget);
+    return VersionedStore.builder(name, storage)
+        .prefix(PREFIX)
+        .localDir(localDirs.resolve(name))
+        .options(StoreOptions.defaults())
+        .memoryBudget(budget)
+        .open();
   }
 
   /**

@@ -2,8 +2,8 @@ package io.streamstate.hadoop;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.GroupCommitter;
-import io.streamstate.core.engine.SegmentJournalSettings;
+import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.format.Segment;
 import io.streamstate.core.hedge.HedgePolicy;
 import io.streamstate.core.hedge.HedgedPublish;

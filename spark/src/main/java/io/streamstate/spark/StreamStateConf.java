@@ -1,8 +1,8 @@
 package io.streamstate.spark;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
-import io.streamstate.core.engine.SegmentJournalSettings;
 import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgePolicy;
 import java.time.Duration;

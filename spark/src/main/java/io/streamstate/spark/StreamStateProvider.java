@@ -1,21 +1,32 @@
 package io.streamstate.spark;
 
-import io.streamstate.core.engine.GroupCommitter;
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.VersionedStoreBuilder;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedWriter;
+import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
@@ -96,12 +107,11 @@ public class StreamStateProvider implements StateStoreProvider {
    * One hedged writer per JVM and hedge configuration (normally one): its deadline learns from, and
    * its budget bounds, all stores that share it.
    */
-  private static final Map<String, HedgedWriter> HEDGERS = new java.util.HashMap<>();
+  private static final Map<String, HedgedWriter> HEDGERS = new HashMap<>();
 
   /** This JVM's hedging counters (all zero before the first store opens); for tests. */
-  static synchronized io.streamstate.core.hedge.HedgeMetrics.Snapshot hedgeMetricsForTests() {
-    io.streamstate.core.hedge.HedgeMetrics.Snapshot sum =
-        io.streamstate.core.hedge.HedgeMetrics.Snapshot.ZERO;
+  static synchronized HedgeMetrics.Snapshot hedgeMetricsForTests() {
+    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
     for (HedgedWriter h : HEDGERS.values()) {
       sum = sum.plus(h.policy().metrics().snapshot());
     }
@@ -117,8 +127,7 @@ public class StreamStateProvider implements StateStoreProvider {
   private volatile boolean closed;
 
   /** See {@link #lastSnapshotReported()}. */
-  private final java.util.concurrent.atomic.AtomicLong lastSnapshotReported =
-      new java.util.concurrent.atomic.AtomicLong(-1);
+  private final AtomicLong lastSnapshotReported = new AtomicLong(-1);
 
   /** Engine counters at the previous commit; guarded by {@link #permit}. */
   private StoreMetrics.Snapshot metricsAtLastCommit;
@@ -158,23 +167,23 @@ public class StreamStateProvider implements StateStoreProvider {
     StoreLocations.Location location = StoreLocations.resolve(stateStoreId, hadoopConf);
     Path localDir = StoreLocations.localDir(conf, stateStoreId);
     this.budget = RocksDbMemoryBudget.shared(conf.memoryCapBytes());
-    this.store =
-        VersionedStore.open(
-            describe(stateStoreId),
-            location.storage(),
-            location.prefix(),
-            localDir,
-            conf.storeOptions(),
-            budget,
-            sharedHedger(conf),
-            conf.groupCommitEnabled()
-                ? GroupCommitter.shared(
-                    location.storage(),
-                    sharedHedger(conf),
-                    conf.groupCommitMaxWaitMs(),
-                    conf.groupCommitWaveMs(),
-                    conf.journal())
-                : null);
+    VersionedStoreBuilder builder =
+        VersionedStore.builder(describe(stateStoreId), location.storage())
+            .prefix(location.prefix())
+            .localDir(localDir)
+            .options(conf.storeOptions())
+            .memoryBudget(budget)
+            .hedger(sharedHedger(conf));
+    if (conf.groupCommitEnabled()) {
+      builder.groupCommitter(
+          GroupCommitter.shared(
+              location.storage(),
+              sharedHedger(conf),
+              conf.groupCommitMaxWaitMs(),
+              conf.groupCommitWaveMs(),
+              conf.journal()));
+    }
+    this.store = builder.open();
     this.metricsAtLastCommit = store.metrics().snapshot();
     LIVE_PROVIDERS.incrementAndGet();
     LOG.debug(
@@ -457,8 +466,8 @@ public class StreamStateProvider implements StateStoreProvider {
   }
 
   /** Files another provider writes directly in a store directory: HDFS-backed, RocksDB. */
-  private static final java.util.regex.Pattern FOREIGN_STATE_FILE =
-      java.util.regex.Pattern.compile("\\d+\\.(delta|snapshot|zip|changelog)");
+  private static final Pattern FOREIGN_STATE_FILE =
+      Pattern.compile("\\d+\\.(delta|snapshot|zip|changelog)");
 
   /**
    * After a failed load: if the store directory holds another provider's files (the checkpoint was
@@ -470,10 +479,10 @@ public class StreamStateProvider implements StateStoreProvider {
       return "";
     }
     try {
-      org.apache.hadoop.fs.Path dir = storeId.storeCheckpointLocation();
-      org.apache.hadoop.fs.FileSystem fs = dir.getFileSystem(hadoopConf);
-      java.util.List<String> foreign = new java.util.ArrayList<>();
-      for (org.apache.hadoop.fs.FileStatus status : fs.listStatus(dir)) {
+      var dir = storeId.storeCheckpointLocation(); // Hadoop's Path
+      FileSystem fs = dir.getFileSystem(hadoopConf);
+      List<String> foreign = new ArrayList<>();
+      for (FileStatus status : fs.listStatus(dir)) {
         String name = status.getPath().getName();
         if (status.isFile() && FOREIGN_STATE_FILE.matcher(name).matches()) {
           foreign.add(name);
@@ -482,7 +491,7 @@ public class StreamStateProvider implements StateStoreProvider {
       if (foreign.isEmpty()) {
         return "";
       }
-      java.util.Collections.sort(foreign);
+      Collections.sort(foreign);
       return " The store directory "
           + dir
           + " holds files of another state store provider ("
@@ -492,7 +501,7 @@ public class StreamStateProvider implements StateStoreProvider {
           + " RocksDBStateStoreProvider, and streamstate cannot read their files. Spark pins the"
           + " provider in a checkpoint's offset log: run this checkpoint with the provider that"
           + " wrote it, or start the query from a new checkpoint location.";
-    } catch (java.io.IOException | RuntimeException e) {
+    } catch (IOException | RuntimeException e) {
       return "";
     }
   }

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.engine.segment.GroupCommitter;
 import java.nio.file.Path;
 import java.util.Map;
 import org.apache.spark.sql.SparkSession;
@@ -92,7 +93,7 @@ final class TestSessions {
           .isPositive();
     }
     if (forcedConf().containsKey(StreamStateConf.GROUP_COMMIT_MAX_WAIT_MS)) {
-      long[] totals = io.streamstate.core.engine.GroupCommitter.sharedTotals();
+      long[] totals = GroupCommitter.sharedTotals();
       org.assertj.core.api.Assertions.assertThat(totals[1])
           .as("commits in segments (%d segments) in this JVM with group commit forced", totals[0])
           .isGreaterThan(totals[0]);

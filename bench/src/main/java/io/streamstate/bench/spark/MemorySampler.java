@@ -1,6 +1,6 @@
 package io.streamstate.bench.spark;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;

@@ -1,19 +1,19 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.engine.local.LocalDb;
 import java.util.Iterator;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.function.Consumer;
-import org.rocksdb.RocksIterator;
 
 /**
- * Iterates the committed entries of a column family (a RocksDB iterator) merged with a
+ * Iterates the committed entries of a column family (a {@link LocalDb.Cursor}) merged with a
  * transaction's uncommitted changes (a sorted overlay), in key order. The overlay wins on equal
  * keys; its tombstones hide committed entries. The overlay iterator is weakly consistent, so keys
  * may be removed while iterating (Spark evicts expired state that way).
  */
 final class MergingIterator implements CloseableIterator<KeyValue> {
-  private final RocksIterator base;
+  private final LocalDb.Cursor base;
   private final Iterator<Map.Entry<byte[], byte[]>> overlay;
   private final byte[] endExclusive;
   private final Consumer<byte[]> committedKeys;
@@ -28,7 +28,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
    * @param committedKeys told each key returned from the committed entries, before it is returned
    */
   MergingIterator(
-      RocksIterator base,
+      LocalDb.Cursor base,
       Iterator<Map.Entry<byte[], byte[]>> overlay,
       byte[] endExclusive,
       Consumer<byte[]> committedKeys) {

@@ -1,5 +1,8 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.engine.local.LocalDb;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.format.Changelog;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -16,7 +19,6 @@ import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
-import org.rocksdb.RocksIterator;
 
 /**
  * The state of one store at one version, open for reading and changing. Changes stay in this
@@ -272,7 +274,7 @@ public final class StateTransaction implements AutoCloseable {
   public CloseableIterator<KeyValue> rangeIterator(String family, byte[] from, byte[] to) {
     checkOpen();
     Overlay overlay = checkFamily(family);
-    RocksIterator base = null;
+    LocalDb.Cursor base = null;
     if (overlay == null || !overlay.hidesCommitted) {
       base = db.newIterator(family, from);
     }
@@ -338,9 +340,9 @@ public final class StateTransaction implements AutoCloseable {
    * Makes the changes version {@code version() + 1}: durable once this returns.
    *
    * @return the new version
-   * @throws io.streamstate.core.error.RetryableException nothing was committed; aborted
-   * @throws io.streamstate.core.error.OutcomeUnknownException the changelog may or may not be
-   *     durable; aborted; load again to find out
+   * @throws RetryableException nothing was committed; aborted
+   * @throws OutcomeUnknownException the changelog may or may not be durable; aborted; load again to
+   *     find out
    */
   public long commit() {
     checkOpen();

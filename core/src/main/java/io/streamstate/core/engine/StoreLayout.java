@@ -185,8 +185,11 @@ public final class StoreLayout {
     return true;
   }
 
-  /** "&lt;20 digits&gt;-&lt;16 hex digits&gt;" to {version, id}, or null. */
-  static long[] parseVersionAndId(String s) {
+  /**
+   * "&lt;20 digits&gt;-&lt;16 hex digits&gt;" to {version, id}, or null (also how segment and
+   * journal names start).
+   */
+  public static long[] parseVersionAndId(String s) {
     if (s.length() != 20 + 1 + 16 || s.charAt(20) != '-') {
       return null;
     }

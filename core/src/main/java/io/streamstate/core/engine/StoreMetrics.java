@@ -1,35 +1,134 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.engine.commit.PublishedCommit;
+import io.streamstate.core.hedge.HedgedPublish;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Counters of one store, cumulative since it was opened, plus figures of its last commit. Read with
  * {@link #snapshot()}; the Spark adapter exports them as custom state store metrics.
+ *
+ * <p>The engine counts through the {@code count...} methods only, each told what one step did (what
+ * a publish wrote, a load, a snapshot file): how a step's outcome becomes counters is written here
+ * once. They are internal: public for the engine's packages only.
  */
 public final class StoreMetrics {
-  final AtomicLong commits = new AtomicLong();
-  final AtomicLong commitNanosTotal = new AtomicLong();
-  final AtomicLong lastCommitNanos = new AtomicLong();
-  final AtomicLong lastCommitBytes = new AtomicLong();
-  final AtomicLong lastCommitChanges = new AtomicLong();
-  final AtomicLong bytesWritten = new AtomicLong();
-  final AtomicLong filesWritten = new AtomicLong();
-  final AtomicLong warmLoads = new AtomicLong();
-  final AtomicLong durableLoads = new AtomicLong();
-  final AtomicLong changelogsReplayed = new AtomicLong();
-  final AtomicLong snapshotsWritten = new AtomicLong();
-  final AtomicLong sstFilesUploaded = new AtomicLong();
-  final AtomicLong sstFilesReused = new AtomicLong();
-  final AtomicLong filesDeleted = new AtomicLong();
-  final AtomicLong invalidFilesSkipped = new AtomicLong();
-  final AtomicLong hedgesFired = new AtomicLong();
-  final AtomicLong hedgesWon = new AtomicLong();
-  final AtomicLong versionsLost = new AtomicLong();
-  final AtomicLong segmentCommits = new AtomicLong();
-  final AtomicLong segmentsWritten = new AtomicLong();
-  final AtomicLong snapshotHedgesFired = new AtomicLong();
-  final AtomicLong snapshotHedgesWon = new AtomicLong();
-  final AtomicLong snapshotFailures = new AtomicLong();
+  private final AtomicLong commits = new AtomicLong();
+  private final AtomicLong commitNanosTotal = new AtomicLong();
+  private final AtomicLong lastCommitNanos = new AtomicLong();
+  private final AtomicLong lastCommitBytes = new AtomicLong();
+  private final AtomicLong lastCommitChanges = new AtomicLong();
+  private final AtomicLong bytesWritten = new AtomicLong();
+  private final AtomicLong filesWritten = new AtomicLong();
+  private final AtomicLong warmLoads = new AtomicLong();
+  private final AtomicLong durableLoads = new AtomicLong();
+  private final AtomicLong changelogsReplayed = new AtomicLong();
+  private final AtomicLong snapshotsWritten = new AtomicLong();
+  private final AtomicLong sstFilesUploaded = new AtomicLong();
+  private final AtomicLong sstFilesReused = new AtomicLong();
+  private final AtomicLong filesDeleted = new AtomicLong();
+  private final AtomicLong invalidFilesSkipped = new AtomicLong();
+  private final AtomicLong hedgesFired = new AtomicLong();
+  private final AtomicLong hedgesWon = new AtomicLong();
+  private final AtomicLong versionsLost = new AtomicLong();
+  private final AtomicLong segmentCommits = new AtomicLong();
+  private final AtomicLong segmentsWritten = new AtomicLong();
+  private final AtomicLong snapshotHedgesFired = new AtomicLong();
+  private final AtomicLong snapshotHedgesWon = new AtomicLong();
+  private final AtomicLong snapshotFailures = new AtomicLong();
+
+  /** Counts what publishing one commit wrote (c2, an async upload, a load's bridge changelog). */
+  public void countPublished(PublishedCommit published) {
+    filesWritten.addAndGet(published.files());
+    bytesWritten.addAndGet(published.bytes());
+    if (published.hedgeFired()) {
+      hedgesFired.incrementAndGet();
+    }
+    if (published.hedgeWon()) {
+      hedgesWon.incrementAndGet();
+    }
+    if (published.segmentMember()) {
+      segmentCommits.incrementAndGet();
+    }
+    if (published.segmentWritten()) {
+      segmentsWritten.incrementAndGet();
+    }
+  }
+
+  /** Counts a committed version: how long its commit took, its bytes and its changes. */
+  public void countCommit(long nanos, long bytes, long changes) {
+    commits.incrementAndGet();
+    commitNanosTotal.addAndGet(nanos);
+    lastCommitNanos.set(nanos);
+    lastCommitBytes.set(bytes);
+    lastCommitChanges.set(changes);
+  }
+
+  /** Counts a warm load: the local instance held the version. */
+  public void countWarmLoad() {
+    warmLoads.incrementAndGet();
+  }
+
+  /** Counts a load from durable files. */
+  public void countDurableLoad() {
+    durableLoads.incrementAndGet();
+  }
+
+  /** Counts a changelog (or segment member) a load replayed. */
+  public void countReplayed() {
+    changelogsReplayed.incrementAndGet();
+  }
+
+  /** Counts a file a load skipped because it does not verify. */
+  public void countInvalidSkipped() {
+    invalidFilesSkipped.incrementAndGet();
+  }
+
+  /** Counts versions an async store lost (committed, never uploaded, bridged over). */
+  public void countVersionsLost(long versions) {
+    versionsLost.addAndGet(versions);
+  }
+
+  /** Counts files deleted (retention, a torn file replaced). */
+  public void countDeleted(long files) {
+    filesDeleted.addAndGet(files);
+  }
+
+  /** Counts a snapshot file's hedge: a second copy of {@code framedBytes} if it fired. */
+  public void countSnapshotHedge(HedgedPublish published, long framedBytes) {
+    if (published.hedgeFired()) {
+      snapshotHedgesFired.incrementAndGet();
+      filesWritten.incrementAndGet(); // the second copy, deleted or left once it loses
+      bytesWritten.addAndGet(framedBytes);
+    }
+    if (published.hedgeWon()) {
+      snapshotHedgesWon.incrementAndGet();
+    }
+  }
+
+  /** Counts a shared SST a snapshot uploaded. */
+  public void countSstUploaded(long framedBytes) {
+    sstFilesUploaded.incrementAndGet();
+    filesWritten.incrementAndGet();
+    bytesWritten.addAndGet(framedBytes);
+  }
+
+  /** Counts a shared SST a snapshot references without uploading it (confirmed, or there). */
+  public void countSstReused() {
+    sstFilesReused.incrementAndGet();
+  }
+
+  /** Counts a snapshot manifest published. */
+  public void countSnapshotWritten(long framedBytes) {
+    filesWritten.incrementAndGet();
+    bytesWritten.addAndGet(framedBytes);
+    snapshotsWritten.incrementAndGet();
+  }
+
+  /** Counts a snapshot that failed. */
+  public void countSnapshotFailure() {
+    snapshotFailures.incrementAndGet();
+  }
 
   /**
    * An immutable reading of all counters. {@code hedgesFired} and {@code hedgesWon} count changelog

@@ -2,6 +2,8 @@ package io.streamstate.core.format;
 
 import io.streamstate.core.error.CorruptFileException;
 import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.zip.DataFormatException;
@@ -109,7 +111,7 @@ public record Changelog(
         throw r.corrupt(
             "stored length " + r.remaining() + " differs from encoded length " + length);
       }
-      return decode(java.util.Arrays.copyOfRange(payload, offset, payload.length), location);
+      return decode(Arrays.copyOfRange(payload, offset, payload.length), location);
     }
     if (code != Codec.DEFLATE.code) {
       throw r.corrupt("unknown changelog codec " + code);
@@ -197,7 +199,7 @@ public record Changelog(
     long commitId = r.readLong();
     long parentId = r.readLong();
     int opCount = r.readVarInt(r.remaining());
-    List<FamilyOp> ops = new java.util.ArrayList<>(opCount);
+    List<FamilyOp> ops = new ArrayList<>(opCount);
     for (int i = 0; i < opCount; i++) {
       int code = r.readByte();
       FamilyOp.Kind kind = code == 1 ? FamilyOp.Kind.CREATE : code == 2 ? FamilyOp.Kind.DROP : null;
@@ -207,11 +209,11 @@ public record Changelog(
       ops.add(new FamilyOp(kind, r.readString()));
     }
     int familyCount = r.readVarInt(r.remaining());
-    List<FamilyChanges> families = new java.util.ArrayList<>(familyCount);
+    List<FamilyChanges> families = new ArrayList<>(familyCount);
     for (int i = 0; i < familyCount; i++) {
       String family = r.readString();
       int count = r.readVarInt(r.remaining());
-      List<Change> list = new java.util.ArrayList<>(count);
+      List<Change> list = new ArrayList<>(count);
       for (int j = 0; j < count; j++) {
         int type = r.readByte();
         if (type == PUT) {

@@ -1,6 +1,7 @@
 package io.streamstate.core.format;
 
 import io.streamstate.core.error.CorruptFileException;
+import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.ContentWriter;
@@ -37,6 +38,11 @@ public final class FramedFile {
   static final byte[] FOOTER_MAGIC = {'F', 'T', 'S', 'S'};
 
   private FramedFile() {}
+
+  /** The length of the file that frames a payload of {@code payloadLength} bytes. */
+  public static long framedLength(long payloadLength) {
+    return HEADER_LENGTH + payloadLength + FOOTER_LENGTH;
+  }
 
   /** A verified payload and the format version of the file it came from. */
   public record Payload(int formatVersion, byte[] bytes) {}
@@ -91,7 +97,7 @@ public final class FramedFile {
 
   /** The whole framed bytes of {@code payload} (for tests and tools). */
   public static byte[] frame(FileKind kind, byte[] payload) {
-    ByteArrayOutputStream out = new ByteArrayOutputStream(payload.length + 24);
+    ByteArrayOutputStream out = new ByteArrayOutputStream((int) framedLength(payload.length));
     try {
       writer(kind, payload).writeTo(out);
     } catch (IOException e) {
@@ -106,7 +112,7 @@ public final class FramedFile {
    * @throws CorruptFileException the file does not verify
    * @throws UnsupportedException the file verifies but has a format version this release cannot
    *     read
-   * @throws io.streamstate.core.error.MissingFileException the file is absent
+   * @throws MissingFileException the file is absent
    */
   public static byte[] readPayload(Storage storage, String name, FileKind expected) {
     return read(storage, name, expected).bytes();
@@ -291,7 +297,7 @@ public final class FramedFile {
           location + " is corrupt: no footer magic at its end; torn or truncated write?");
     }
     long payloadLength = ByteBuffer.wrap(footer, 0, 8).getLong();
-    long expectedLength = HEADER_LENGTH + payloadLength + FOOTER_LENGTH;
+    long expectedLength = framedLength(payloadLength);
     if (payloadLength < 0 || expectedLength != fileLength) {
       throw new CorruptFileException(
           location

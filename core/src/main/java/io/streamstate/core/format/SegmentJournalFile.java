@@ -89,8 +89,7 @@ public final class SegmentJournalFile {
       throw new CorruptFileException(
           location + " is corrupt: the record header at offset " + offset + " does not verify");
     }
-    if (length < FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH
-        || length > MAX_RECORD_LENGTH) {
+    if (length < FramedFile.framedLength(0) || length > MAX_RECORD_LENGTH) {
       throw new CorruptFileException(
           location + " is corrupt: record at offset " + offset + " has length " + length);
     }

@@ -1,5 +1,8 @@
 package io.streamstate.core.hedge;
 
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsLateWriteReports;
@@ -15,9 +18,9 @@ public interface HedgeCopy {
   /**
    * Makes {@code content} durable; returns the name it can be read back under.
    *
-   * @throws io.streamstate.core.error.RetryableException failed, nothing published
-   * @throws io.streamstate.core.error.OutcomeUnknownException may or may not be published
-   * @throws io.streamstate.core.error.FileAlreadyExistsException the attempt-unique name exists
+   * @throws RetryableException failed, nothing published
+   * @throws OutcomeUnknownException may or may not be published
+   * @throws FileAlreadyExistsException the attempt-unique name exists
    */
   String write(byte[] content);
 

@@ -6,6 +6,7 @@ import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -27,13 +28,12 @@ import org.slf4j.LoggerFactory;
  *       it succeeded, that is the result.
  *   <li><b>h3</b> If it is still running, or failed (then the hedge serves as the retry), and the
  *       budget has a token: tell the primary copy ({@link HedgeCopy#hedgeStarted}: a create reports
- *       its write as late to a storage that {@linkplain
- *       io.streamstate.core.storage.SupportsLateWriteReports takes such reports}), then start
- *       {@code create(alternateName)} with the same bytes, which therefore already avoids what made
- *       the primary late. At most one hedge per publish. Without a token, wait for the primary
- *       alone; if it is still running when it counts as stalled ({@link HedgePolicy#stalledAfter})
- *       and the policy's reserve has a token, hedge it then (the reserve is kept for stuck writes:
- *       hedges of scheduling noise cannot spend it).
+ *       its write as late to a storage that {@linkplain SupportsLateWriteReports takes such
+ *       reports}), then start {@code create(alternateName)} with the same bytes, which therefore
+ *       already avoids what made the primary late. At most one hedge per publish. Without a token,
+ *       wait for the primary alone; if it is still running when it counts as stalled ({@link
+ *       HedgePolicy#stalledAfter}) and the policy's reserve has a token, hedge it then (the reserve
+ *       is kept for stuck writes: hedges of scheduling noise cannot spend it).
  *   <li><b>h4</b> The first create to succeed wins; publish returns its name at once, without
  *       waiting for the other.
  *   <li><b>h5</b> The loser cleans up after itself, on its own executor thread: if its create
@@ -376,7 +376,7 @@ public final class HedgedWriter {
             metrics.losersLeft.increment();
           }
         } else if (winner >= 0 && outcomeUnknown(failure)) {
-          metrics.losersLeft.increment();
+          metrics.losersLeft.increment(); // I11: what may still be in flight is left alone
         }
         lost = failure == null && winner != copy;
         notifyAll();

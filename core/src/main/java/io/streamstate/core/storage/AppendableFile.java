@@ -1,5 +1,8 @@
 package io.streamstate.core.storage;
 
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+
 /**
  * One file being appended to by its only writer ({@link SupportsAppend#createAppendable}). Appends
  * are serialized by the caller; {@link #close()} may be called from any thread.
@@ -13,10 +16,10 @@ public interface AppendableFile extends AutoCloseable {
    * Appends {@code bytes} and makes them durable before returning.
    *
    * @return the offset in the file at which {@code bytes} begin
-   * @throws io.streamstate.core.error.OutcomeUnknownException the append failed and any prefix of
-   *     {@code bytes} may be in the file; the file is closed for appends
-   * @throws io.streamstate.core.error.RetryableException the append failed before writing any byte;
-   *     the file is closed for appends too
+   * @throws OutcomeUnknownException the append failed and any prefix of {@code bytes} may be in the
+   *     file; the file is closed for appends
+   * @throws RetryableException the append failed before writing any byte; the file is closed for
+   *     appends too
    * @throws IllegalStateException the file is closed, or an earlier append failed
    */
   long append(byte[] bytes);

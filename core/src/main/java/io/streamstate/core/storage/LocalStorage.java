@@ -1,5 +1,6 @@
 package io.streamstate.core.storage;
 
+import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
@@ -7,8 +8,12 @@ import io.streamstate.core.error.RetryableException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -56,7 +61,7 @@ public final class LocalStorage implements Storage, SupportsAppend {
       channel.force(true);
     } catch (IOException | RuntimeException e) {
       deleteAfterFailedCreate(path, e);
-      if (e instanceof RuntimeException re && !(e instanceof java.io.UncheckedIOException)) {
+      if (e instanceof RuntimeException re && !(e instanceof UncheckedIOException)) {
         throw re;
       }
       throw new RetryableException("Cannot write " + path + ": " + e, e);
@@ -73,7 +78,7 @@ public final class LocalStorage implements Storage, SupportsAppend {
     }
     try {
       return FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-    } catch (java.nio.file.FileAlreadyExistsException e) {
+    } catch (java.nio.file.FileAlreadyExistsException e) { // the JDK's: ours has its name
       throw new FileAlreadyExistsException(name);
     } catch (IOException e) {
       throw new RetryableException("Cannot create " + path + ": " + e, e);
@@ -102,7 +107,7 @@ public final class LocalStorage implements Storage, SupportsAppend {
     try {
       // Held while the file is open for appends: fence() tells a live writer by it.
       channel.tryLock();
-    } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+    } catch (IOException | OverlappingFileLockException e) {
       try {
         channel.close();
       } catch (IOException suppressed) {
@@ -117,14 +122,14 @@ public final class LocalStorage implements Storage, SupportsAppend {
   public void fence(String name) {
     Path path = resolve(name);
     try (FileChannel channel = FileChannel.open(path, StandardOpenOption.WRITE)) {
-      java.nio.channels.FileLock lock;
+      FileLock lock;
       try {
         lock = channel.tryLock();
-      } catch (java.nio.channels.OverlappingFileLockException e) {
+      } catch (OverlappingFileLockException e) {
         lock = null; // held in this JVM
       }
       if (lock == null) {
-        throw new io.streamstate.core.error.ConflictException(
+        throw new ConflictException(
             path
                 + " is held by a live writer (it holds the file's lock): another process is"
                 + " still appending to it");
@@ -148,7 +153,7 @@ public final class LocalStorage implements Storage, SupportsAppend {
 
     @Override
     protected void writeAndSync(byte[] bytes) throws IOException {
-      java.nio.ByteBuffer buffer = java.nio.ByteBuffer.wrap(bytes);
+      ByteBuffer buffer = ByteBuffer.wrap(bytes);
       while (buffer.hasRemaining()) {
         channel.write(buffer);
       }
@@ -242,7 +247,7 @@ public final class LocalStorage implements Storage, SupportsAppend {
           });
     } catch (IOException e) {
       throw new RetryableException("Cannot list " + dir + ": " + e, e);
-    } catch (java.io.UncheckedIOException e) {
+    } catch (UncheckedIOException e) {
       if (e.getCause() instanceof NoSuchFileException) {
         return List.of(); // directory removed while listing
       }

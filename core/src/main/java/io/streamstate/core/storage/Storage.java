@@ -1,5 +1,9 @@
 package io.streamstate.core.storage;
 
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
 import java.io.InputStream;
 import java.util.List;
 
@@ -14,16 +18,15 @@ import java.util.List;
  *
  * <ol>
  *   <li><b>Create-if-absent.</b> Of any number of concurrent {@link #create} calls for one name, at
- *       most one succeeds; every other one throws {@link
- *       io.streamstate.core.error.FileAlreadyExistsException}. A name that exists (even as a torn
- *       file left by a crashed writer) can never be created again until it is deleted.
+ *       most one succeeds; every other one throws {@link FileAlreadyExistsException}. A name that
+ *       exists (even as a torn file left by a crashed writer) can never be created again until it
+ *       is deleted.
  *   <li><b>Read-after-create.</b> Once {@code create} returns, {@link #open} from any process
  *       returns exactly the bytes written, and the file survives a crash of this process or machine
  *       (the implementation's durability point: fsync, hsync, or a completed PUT).
- *   <li><b>No partial success reported.</b> If {@code create} throws {@link
- *       io.streamstate.core.error.RetryableException}, nothing is left at the name. If it throws
- *       {@link io.streamstate.core.error.OutcomeUnknownException}, the file may exist, complete or
- *       not; the caller must read it back to decide.
+ *   <li><b>No partial success reported.</b> If {@code create} throws {@link RetryableException},
+ *       nothing is left at the name. If it throws {@link OutcomeUnknownException}, the file may
+ *       exist, complete or not; the caller must read it back to decide.
  * </ol>
  *
  * <p>What it does <em>not</em> guarantee: that a reader never sees a file that is still being
@@ -41,17 +44,17 @@ public interface Storage extends AutoCloseable {
   /**
    * Publishes a new file with the content {@code content} writes, only if {@code name} is absent.
    *
-   * @throws io.streamstate.core.error.FileAlreadyExistsException the name exists
-   * @throws io.streamstate.core.error.RetryableException failed, nothing published
-   * @throws io.streamstate.core.error.OutcomeUnknownException may or may not be published
+   * @throws FileAlreadyExistsException the name exists
+   * @throws RetryableException failed, nothing published
+   * @throws OutcomeUnknownException may or may not be published
    */
   void create(String name, ContentWriter content);
 
   /**
    * Opens a file for reading.
    *
-   * @throws io.streamstate.core.error.MissingFileException the file does not exist
-   * @throws io.streamstate.core.error.RetryableException the read failed
+   * @throws MissingFileException the file does not exist
+   * @throws RetryableException the read failed
    */
   InputStream open(String name);
 

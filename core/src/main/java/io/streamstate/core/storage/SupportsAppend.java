@@ -1,5 +1,11 @@
 package io.streamstate.core.storage;
 
+import io.streamstate.core.error.ConflictException;
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.OutcomeUnknownException;
+import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.UnsupportedException;
+
 /**
  * An optional ability: files that one writer extends over time, each append durable when it returns
  * (fsync, HDFS {@code hsync}), so that many small durable writes cost one file instead of one file
@@ -15,9 +21,9 @@ package io.streamstate.core.storage;
  *       appending, after it closed, and after it died; and the bytes survive a crash of the
  *       writer's process or machine.
  *   <li><b>Nothing after a failure.</b> An append that fails may have left any prefix of its bytes
- *       in the file ({@link io.streamstate.core.error.OutcomeUnknownException}); the file is then
- *       closed for appends, so whatever a reader finds after the last complete append is the one
- *       failed append's prefix, never anything later.
+ *       in the file ({@link OutcomeUnknownException}); the file is then closed for appends, so
+ *       whatever a reader finds after the last complete append is the one failed append's prefix,
+ *       never anything later.
  * </ol>
  *
  * <p>A reader may see a partial append of a writer that is still appending: what is appended must
@@ -34,10 +40,10 @@ public interface SupportsAppend {
   /**
    * Creates {@code name}, only if it is absent, and returns the writer that appends to it.
    *
-   * @throws io.streamstate.core.error.FileAlreadyExistsException the name exists
-   * @throws io.streamstate.core.error.RetryableException failed, nothing created
-   * @throws io.streamstate.core.error.OutcomeUnknownException the name may have been created
-   * @throws io.streamstate.core.error.UnsupportedException this storage cannot append
+   * @throws FileAlreadyExistsException the name exists
+   * @throws RetryableException failed, nothing created
+   * @throws OutcomeUnknownException the name may have been created
+   * @throws UnsupportedException this storage cannot append
    */
   AppendableFile createAppendable(String name);
 
@@ -48,10 +54,9 @@ public interface SupportsAppend {
    * open, so a live writer cannot be stopped and is reported instead). An absent name is nothing to
    * fence. For logs whose next writer must be the only one (a restarted driver).
    *
-   * @throws io.streamstate.core.error.ConflictException a live writer holds the file and cannot be
-   *     stopped from here
-   * @throws io.streamstate.core.error.RetryableException fencing did not complete
-   * @throws io.streamstate.core.error.UnsupportedException this storage cannot fence
+   * @throws ConflictException a live writer holds the file and cannot be stopped from here
+   * @throws RetryableException fencing did not complete
+   * @throws UnsupportedException this storage cannot fence
    */
   void fence(String name);
 }

@@ -3,6 +3,8 @@ package io.streamstate.spark.reliability;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.core.engine.segment.SegmentCatalog;
+import io.streamstate.core.storage.LocalStorage;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -145,10 +147,8 @@ class DriverKillIT {
         found.add(p.toString());
       }
     }
-    io.streamstate.core.storage.LocalStorage storage =
-        new io.streamstate.core.storage.LocalStorage(stateDir);
-    io.streamstate.core.engine.SegmentCatalog catalog =
-        io.streamstate.core.engine.SegmentCatalog.of(storage);
+    LocalStorage storage = new LocalStorage(stateDir);
+    SegmentCatalog catalog = SegmentCatalog.of(storage);
     for (var f : catalog.list().getOrDefault(version, List.of())) {
       for (var e : catalog.index(f.name().name()).entries()) {
         if (e.storePrefix().equals(storePrefix)) {

@@ -5,10 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.CloseableIterator;
 import io.streamstate.core.engine.KeyValue;
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.hadoop.HadoopStorage;
@@ -61,13 +61,11 @@ class ZombieWriterTest {
   }
 
   private static VersionedStore attempt(Storage storage) {
-    return VersionedStore.open(
-        "op=0/part=0",
-        storage,
-        "",
-        tmp.resolve("local-" + instances.incrementAndGet()),
-        StoreOptions.defaults(),
-        budget);
+    return VersionedStore.builder("op=0/part=0", storage)
+        .localDir(tmp.resolve("local-" + instances.incrementAndGet()))
+        .options(StoreOptions.defaults())
+        .memoryBudget(budget)
+        .open();
   }
 
   private static void put(StateTransaction tx, String key, String value) {

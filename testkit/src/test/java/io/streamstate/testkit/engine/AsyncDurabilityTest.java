@@ -37,8 +37,11 @@ class AsyncDurabilityTest {
   private int instances;
 
   private VersionedStore open(Storage storage) {
-    return VersionedStore.open(
-        "op=0/part=0", storage, "", tmp.resolve("l" + (++instances)), ASYNC, EngineFixture.BUDGET);
+    return VersionedStore.builder("op=0/part=0", storage)
+        .localDir(tmp.resolve("l" + (++instances)))
+        .options(ASYNC)
+        .memoryBudget(EngineFixture.BUDGET)
+        .open();
   }
 
   private static void commit(VersionedStore store, long v) {

@@ -4,10 +4,10 @@ import static io.streamstate.testkit.engine.EngineFixture.assertState;
 import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.testkit.FaultInjectingStorage;
 import io.streamstate.testkit.FaultInjectingStorage.CallKind;
 import io.streamstate.testkit.InMemoryStorage;
@@ -28,8 +28,11 @@ class CommitPathTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
         VersionedStore store =
-            VersionedStore.open(
-                "s", storage, "", tmp.resolve("l"), StoreOptions.defaults(), budget)) {
+            VersionedStore.builder("s", storage)
+                .localDir(tmp.resolve("l"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open()) {
       for (long v = 1; v <= 20; v++) {
         long before = storage.callCount();
         try (StateTransaction tx = store.begin(v - 1)) { // warm from version 1 on
@@ -56,11 +59,17 @@ class CommitPathTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 0).build();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
         VersionedStore a =
-            VersionedStore.open(
-                "a", durable, "", tmp.resolve("a"), StoreOptions.defaults(), budget);
+            VersionedStore.builder("a", durable)
+                .localDir(tmp.resolve("a"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open();
         VersionedStore b =
-            VersionedStore.open(
-                "b", storage, "", tmp.resolve("b"), StoreOptions.defaults(), budget)) {
+            VersionedStore.builder("b", storage)
+                .localDir(tmp.resolve("b"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open()) {
       for (long v = 1; v <= 5; v++) {
         try (StateTransaction tx = a.begin(v - 1)) {
           writeVersion(tx, v);
@@ -89,7 +98,11 @@ class CommitPathTest {
         StoreOptions.defaults().withMinVersionsToRetain(3).withSnapshotInterval(5);
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
         VersionedStore store =
-            VersionedStore.open("s", storage, "", tmp.resolve("l"), options, budget)) {
+            VersionedStore.builder("s", storage)
+                .localDir(tmp.resolve("l"))
+                .options(options)
+                .memoryBudget(budget)
+                .open()) {
       List<Long> listsPerRun = new ArrayList<>();
       List<Integer> deletedPerRun = new ArrayList<>();
       for (long v = 1; v <= 14; v++) {
@@ -124,13 +137,12 @@ class CommitPathTest {
       InMemoryStorage durable = new InMemoryStorage();
       for (int i = 0; i < 4; i++) {
         stores.add(
-            VersionedStore.open(
-                "s" + i,
-                durable,
-                "s" + i + "/",
-                tmp.resolve("m" + i),
-                StoreOptions.defaults(),
-                budget));
+            VersionedStore.builder("s" + i, durable)
+                .prefix("s" + i + "/")
+                .localDir(tmp.resolve("m" + i))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open());
       }
       Random random = new Random(1);
       byte[] value = new byte[1000];

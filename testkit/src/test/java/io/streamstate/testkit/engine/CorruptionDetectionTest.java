@@ -5,10 +5,10 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.testkit.InMemoryStorage;
@@ -67,8 +67,11 @@ class CorruptionDetectionTest {
   }
 
   private VersionedStore open(InMemoryStorage durable, StoreOptions options) {
-    return VersionedStore.open(
-        "op=0/part=1", durable, "", tmp.resolve("l" + (++instances)), options, budget);
+    return VersionedStore.builder("op=0/part=1", durable)
+        .localDir(tmp.resolve("l" + (++instances)))
+        .options(options)
+        .memoryBudget(budget)
+        .open();
   }
 
   private static final StoreOptions KEEP_ALL =

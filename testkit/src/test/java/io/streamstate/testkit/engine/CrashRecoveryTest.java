@@ -5,10 +5,10 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
@@ -47,13 +47,12 @@ class CrashRecoveryTest {
   private int instances;
 
   private VersionedStore open(Storage storage) {
-    return VersionedStore.open(
-        "op=0/part=0",
-        storage,
-        "state/0/0/",
-        tmp.resolve("local" + (++instances)),
-        OPTIONS,
-        budget);
+    return VersionedStore.builder("op=0/part=0", storage)
+        .prefix("state/0/0/")
+        .localDir(tmp.resolve("local" + (++instances)))
+        .options(OPTIONS)
+        .memoryBudget(budget)
+        .open();
   }
 
   /** Commits versions 1..n with a snapshot every 3 versions, on a store over {@code storage}. */

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.engine.KeyValue;
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import java.nio.charset.StandardCharsets;
 import java.util.TreeMap;
 

@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.engine.CloseableIterator;
-import io.streamstate.core.engine.GroupCommitter;
 import io.streamstate.core.engine.KeyValue;
-import io.streamstate.core.engine.RocksDbMemoryBudget;
-import io.streamstate.core.engine.SegmentCatalog;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.engine.retention.SegmentSweep;
+import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.hedge.HedgePolicy;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.testkit.InMemoryStorage;
@@ -180,15 +180,14 @@ class EngineModelTest {
     void openStore() {
       instance++;
       store =
-          VersionedStore.open(
-              "model-" + seed,
-              storage,
-              "s/",
-              tmp.resolve("seed" + seed + "-" + instance),
-              options,
-              budget,
-              hedger,
-              groupCommitter);
+          VersionedStore.builder("model-" + seed, storage)
+              .prefix("s/")
+              .localDir(tmp.resolve("seed" + seed + "-" + instance))
+              .options(options)
+              .memoryBudget(budget)
+              .hedger(hedger)
+              .groupCommitter(groupCommitter)
+              .open();
     }
 
     /** Loads a version; its state must be exactly one of the version's alternatives. */
@@ -361,7 +360,7 @@ class EngineModelTest {
         op = "maintenance";
         store.maintain();
         if (groupCommitter != null) {
-          counts.merge("(segments swept)", SegmentCatalog.of(storage).sweep(options), Integer::sum);
+          counts.merge("(segments swept)", SegmentSweep.of(storage).sweep(options), Integer::sum);
         }
       } else if (r < 950) {
         op = "create family";

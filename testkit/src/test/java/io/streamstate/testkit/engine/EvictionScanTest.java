@@ -37,13 +37,11 @@ class EvictionScanTest {
   @Test
   void keysPutBelowTheEvictedOnesAreSeenByLaterScans() {
     try (VersionedStore store =
-        VersionedStore.open(
-            "e",
-            new InMemoryStorage(),
-            "",
-            tmp.resolve("l"),
-            StoreOptions.defaults(),
-            EngineFixture.BUDGET)) {
+        VersionedStore.builder("e", new InMemoryStorage())
+            .localDir(tmp.resolve("l"))
+            .options(StoreOptions.defaults())
+            .memoryBudget(EngineFixture.BUDGET)
+            .open()) {
       long v = 0;
       try (StateTransaction tx = store.begin(v)) {
         for (String k : List.of("b1", "b2", "c1", "c2", "d1")) {

@@ -2,10 +2,10 @@ package io.streamstate.testkit.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.testkit.InMemoryStorage;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
@@ -69,13 +69,12 @@ class ExitWithOpenStoresTest {
       List<VersionedStore> stores = new ArrayList<>();
       for (int s = 0; s < 6; s++) {
         stores.add(
-            VersionedStore.open(
-                "s" + s,
-                durable,
-                "p" + s + "/",
-                dir.resolve("l" + s),
-                StoreOptions.defaults(),
-                budget));
+            VersionedStore.builder("s" + s, durable)
+                .prefix("p" + s + "/")
+                .localDir(dir.resolve("l" + s))
+                .options(StoreOptions.defaults())
+                .memoryBudget(budget)
+                .open());
       }
       Random random = new Random(1);
       byte[] value = new byte[200];

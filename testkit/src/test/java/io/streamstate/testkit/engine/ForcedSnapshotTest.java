@@ -43,7 +43,11 @@ class ForcedSnapshotTest {
     // Maintenance would snapshot at every version: it must still not upload one of its own.
     StoreOptions options = StoreOptions.defaults().withSnapshotInterval(1);
     try (VersionedStore store =
-        VersionedStore.open("s", storage, "", local, options, EngineFixture.BUDGET)) {
+        VersionedStore.builder("s", storage)
+            .localDir(local)
+            .options(options)
+            .memoryBudget(EngineFixture.BUDGET)
+            .open()) {
       commit(store, 1, 3);
       Stall stall = storage.stall(CallKind.CREATE, n -> n.startsWith("snapshot/"));
 
@@ -77,13 +81,11 @@ class ForcedSnapshotTest {
     InMemoryStorage snapshotsAlone = withoutChangelogs(durable);
     for (long v = 4; v <= 5; v++) {
       try (VersionedStore fresh =
-              VersionedStore.open(
-                  "r",
-                  snapshotsAlone,
-                  "",
-                  tmp.resolve("r" + v),
-                  StoreOptions.defaults(),
-                  EngineFixture.BUDGET);
+              VersionedStore.builder("r", snapshotsAlone)
+                  .localDir(tmp.resolve("r" + v))
+                  .options(StoreOptions.defaults())
+                  .memoryBudget(EngineFixture.BUDGET)
+                  .open();
           StateTransaction tx = fresh.begin(v)) {
         assertState(tx, v);
         assertThat(fresh.metrics().snapshot().changelogsReplayed()).isZero();
@@ -98,7 +100,11 @@ class ForcedSnapshotTest {
     Path local = tmp.resolve("a");
     StoreOptions sharedSsts = StoreOptions.defaults().withInlineSstMaxBytes(0);
     VersionedStore store =
-        VersionedStore.open("s", storage, "", local, sharedSsts, EngineFixture.BUDGET);
+        VersionedStore.builder("s", storage)
+            .localDir(local)
+            .options(sharedSsts)
+            .memoryBudget(EngineFixture.BUDGET)
+            .open();
     commit(store, 1, 3);
     Stall stall = storage.stall(CallKind.CREATE, n -> n.startsWith("sst/"));
     CompletableFuture<Long> running = returnsInTime(() -> store.snapshotInBackground(3));
@@ -125,8 +131,11 @@ class ForcedSnapshotTest {
     assertThat(snapshotVersions(durable)).as("no manifest published after close").isEmpty();
     assertThat(store.metrics().snapshot().snapshotFailures()).isZero();
     try (VersionedStore fresh =
-            VersionedStore.open(
-                "r", durable, "", tmp.resolve("r"), sharedSsts, EngineFixture.BUDGET);
+            VersionedStore.builder("r", durable)
+                .localDir(tmp.resolve("r"))
+                .options(sharedSsts)
+                .memoryBudget(EngineFixture.BUDGET)
+                .open();
         StateTransaction tx = fresh.begin(4)) {
       assertState(tx, 4);
     }
@@ -137,8 +146,11 @@ class ForcedSnapshotTest {
     InMemoryStorage durable = new InMemoryStorage();
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 13).build();
     try (VersionedStore store =
-        VersionedStore.open(
-            "s", storage, "", tmp.resolve("a"), StoreOptions.defaults(), EngineFixture.BUDGET)) {
+        VersionedStore.builder("s", storage)
+            .localDir(tmp.resolve("a"))
+            .options(StoreOptions.defaults())
+            .memoryBudget(EngineFixture.BUDGET)
+            .open()) {
       commit(store, 1, 3);
       storage.tearCreate(n -> n.startsWith("snapshot/"));
       CompletableFuture<Long> failed = store.snapshotInBackground(3);
@@ -152,25 +164,21 @@ class ForcedSnapshotTest {
           .isEqualTo(4);
     }
     try (VersionedStore fresh =
-            VersionedStore.open(
-                "r",
-                withoutChangelogs(durable),
-                "",
-                tmp.resolve("r"),
-                StoreOptions.defaults(),
-                EngineFixture.BUDGET);
+            VersionedStore.builder("r", withoutChangelogs(durable))
+                .localDir(tmp.resolve("r"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(EngineFixture.BUDGET)
+                .open();
         StateTransaction tx = fresh.begin(4)) {
       assertState(tx, 4);
     }
     // The torn manifest of version 3 never verifies: version 3 loads from its changelogs.
     try (VersionedStore fresh =
-            VersionedStore.open(
-                "r3",
-                durable,
-                "",
-                tmp.resolve("r3"),
-                StoreOptions.defaults(),
-                EngineFixture.BUDGET);
+            VersionedStore.builder("r3", durable)
+                .localDir(tmp.resolve("r3"))
+                .options(StoreOptions.defaults())
+                .memoryBudget(EngineFixture.BUDGET)
+                .open();
         StateTransaction tx = fresh.begin(3)) {
       assertState(tx, 3);
     }

@@ -74,13 +74,12 @@ class FormatCompatibilityTest {
     int instance = 0;
     for (String prefix : List.of("0/0/", "1/0/", "1/1/")) {
       try (VersionedStore store =
-          VersionedStore.open(
-              prefix,
-              storage,
-              prefix,
-              tmp.resolve("local" + (++instance)),
-              StoreOptions.defaults(),
-              EngineFixture.BUDGET)) {
+          VersionedStore.builder(prefix, storage)
+              .prefix(prefix)
+              .localDir(tmp.resolve("local" + (++instance)))
+              .options(StoreOptions.defaults())
+              .memoryBudget(EngineFixture.BUDGET)
+              .open()) {
         try (StateTransaction tx = store.begin(3)) {
           assertState(tx, 3);
         }
@@ -91,13 +90,12 @@ class FormatCompatibilityTest {
         }
       }
       try (VersionedStore fresh =
-              VersionedStore.open(
-                  prefix,
-                  new LocalStorage(root),
-                  prefix,
-                  tmp.resolve("local" + (++instance)),
-                  StoreOptions.defaults(),
-                  EngineFixture.BUDGET);
+              VersionedStore.builder(prefix, new LocalStorage(root))
+                  .prefix(prefix)
+                  .localDir(tmp.resolve("local" + (++instance)))
+                  .options(StoreOptions.defaults())
+                  .memoryBudget(EngineFixture.BUDGET)
+                  .open();
           StateTransaction tx = fresh.begin(4)) {
         assertState(tx, 4);
       }
@@ -114,13 +112,12 @@ class FormatCompatibilityTest {
       // Alternate the codec from one process to the next, as a configuration change would.
       StoreOptions options = v % 2 == 0 ? none : StoreOptions.defaults();
       try (VersionedStore store =
-              VersionedStore.open(
-                  "s",
-                  durable,
-                  "0/0/",
-                  tmp.resolve("l" + (++instance)),
-                  options,
-                  EngineFixture.BUDGET);
+              VersionedStore.builder("s", durable)
+                  .prefix("0/0/")
+                  .localDir(tmp.resolve("l" + (++instance)))
+                  .options(options)
+                  .memoryBudget(EngineFixture.BUDGET)
+                  .open();
           StateTransaction tx = store.begin(v - 1)) {
         assertState(tx, v - 1);
         // Deletes of absent, row-like (mostly zero) keys: compressible bytes, no change of state.
@@ -134,13 +131,12 @@ class FormatCompatibilityTest {
       }
     }
     try (VersionedStore fresh =
-            VersionedStore.open(
-                "s",
-                durable,
-                "0/0/",
-                tmp.resolve("l" + (++instance)),
-                StoreOptions.defaults(),
-                EngineFixture.BUDGET);
+            VersionedStore.builder("s", durable)
+                .prefix("0/0/")
+                .localDir(tmp.resolve("l" + (++instance)))
+                .options(StoreOptions.defaults())
+                .memoryBudget(EngineFixture.BUDGET)
+                .open();
         StateTransaction tx = fresh.begin(4)) {
       assertState(tx, 4);
     }
@@ -181,14 +177,13 @@ class FormatCompatibilityTest {
                 .build(),
             pool);
     try (VersionedStore store =
-        VersionedStore.open(
-            "s",
-            new LocalStorage(root),
-            "0/0/",
-            tmp.resolve("s1"),
-            options,
-            EngineFixture.BUDGET,
-            hedger)) {
+        VersionedStore.builder("s", new LocalStorage(root))
+            .prefix("0/0/")
+            .localDir(tmp.resolve("s1"))
+            .options(options)
+            .memoryBudget(EngineFixture.BUDGET)
+            .hedger(hedger)
+            .open()) {
       try (StateTransaction tx = store.begin(5)) {
         assertState(tx, 5);
       }
@@ -219,8 +214,12 @@ class FormatCompatibilityTest {
     // Only snapshots remain to load version 6 from (changelogs of 4 to 6 deleted).
     storage.list("0/0/changelog/").forEach(f -> storage.delete(f.name()));
     try (VersionedStore fresh =
-            VersionedStore.open(
-                "f", storage, "0/0/", tmp.resolve("s2"), options, EngineFixture.BUDGET);
+            VersionedStore.builder("f", storage)
+                .prefix("0/0/")
+                .localDir(tmp.resolve("s2"))
+                .options(options)
+                .memoryBudget(EngineFixture.BUDGET)
+                .open();
         StateTransaction tx = fresh.begin(6)) {
       assertState(tx, 6);
       assertThat(fresh.metrics().snapshot().changelogsReplayed()).isZero();

@@ -5,11 +5,12 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.core.engine.GroupCommitter;
-import io.streamstate.core.engine.SegmentCatalog;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.retention.SegmentSweep;
+import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.engine.segment.SegmentCatalog;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
@@ -305,7 +306,7 @@ class GroupCommitTest {
     List<VersionedStore> stores = openAll(durable, options, FOREVER);
     int versions = 12;
     try {
-      SegmentCatalog catalog = SegmentCatalog.of(durable);
+      SegmentSweep sweep = SegmentSweep.of(durable);
       for (long v = 1; v <= versions; v++) {
         commitTogether(stores, v);
         // Maintenance (snapshots every 2 versions, retention) of all but the last store.
@@ -314,14 +315,14 @@ class GroupCommitTest {
         }
         if (v == 4) {
           // The last store has no snapshot yet: no segment may go, whatever the others' bases.
-          assertThat(catalog.sweep(options)).isZero();
+          assertThat(sweep.sweep(options)).isZero();
           stores.get(STORES - 1).maintain(); // its one snapshot before the end: version 4
         }
       }
       stores.get(STORES - 1).maintain();
       // Bases: 10 for the stores maintained every version, 4 for the last one. Every segment
       // holds all four stores, so exactly the segments of versions 1 to 4 are no longer needed.
-      assertThat(catalog.sweep(options)).isEqualTo(4);
+      assertThat(sweep.sweep(options)).isEqualTo(4);
       assertThat(segments(durable)).hasSize(versions - 4);
     } finally {
       stores.forEach(VersionedStore::close);

@@ -48,14 +48,12 @@ class HedgedCommitTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 7).build();
     HedgedWriter hedger = new HedgedWriter(hedgeAtOnce(), pool);
     try (VersionedStore store =
-        VersionedStore.open(
-            "s",
-            storage,
-            "",
-            tmp.resolve("w"),
-            StoreOptions.defaults(),
-            EngineFixture.BUDGET,
-            hedger)) {
+        VersionedStore.builder("s", storage)
+            .localDir(tmp.resolve("w"))
+            .options(StoreOptions.defaults())
+            .memoryBudget(EngineFixture.BUDGET)
+            .hedger(hedger)
+            .open()) {
       for (long v = 1; v <= 3; v++) {
         try (StateTransaction tx = store.begin(v - 1)) {
           writeVersion(tx, v);
@@ -78,13 +76,11 @@ class HedgedCommitTest {
 
       // Another instance loads version 4 from the hedge copy alone.
       try (VersionedStore reader =
-              VersionedStore.open(
-                  "r",
-                  durable,
-                  "",
-                  tmp.resolve("r"),
-                  StoreOptions.defaults(),
-                  EngineFixture.BUDGET);
+              VersionedStore.builder("r", durable)
+                  .localDir(tmp.resolve("r"))
+                  .options(StoreOptions.defaults())
+                  .memoryBudget(EngineFixture.BUDGET)
+                  .open();
           StateTransaction tx = reader.begin(4)) {
         assertState(tx, 4);
       }
@@ -95,13 +91,11 @@ class HedgedCommitTest {
       assertThat(pool.awaitTermination(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
       assertThat(changelogsOf(durable, 4)).singleElement().asString().endsWith("-h.changelog");
       try (VersionedStore reader =
-              VersionedStore.open(
-                  "r2",
-                  durable,
-                  "",
-                  tmp.resolve("r2"),
-                  StoreOptions.defaults(),
-                  EngineFixture.BUDGET);
+              VersionedStore.builder("r2", durable)
+                  .localDir(tmp.resolve("r2"))
+                  .options(StoreOptions.defaults())
+                  .memoryBudget(EngineFixture.BUDGET)
+                  .open();
           StateTransaction tx = reader.begin(4)) {
         assertState(tx, 4);
       }

@@ -83,11 +83,20 @@ class HedgedSnapshotTest {
     String primarySst;
     // Versions 1 to 3 written unhedged, so that this test's hedger sees snapshot writes alone.
     try (VersionedStore writer =
-        VersionedStore.open("w", durable, "", tmp.resolve("w"), options, EngineFixture.BUDGET)) {
+        VersionedStore.builder("w", durable)
+            .localDir(tmp.resolve("w"))
+            .options(options)
+            .memoryBudget(EngineFixture.BUDGET)
+            .open()) {
       commit(writer, 1, 3);
     }
     try (VersionedStore store =
-        VersionedStore.open("s", storage, "", local, options, EngineFixture.BUDGET, hedger)) {
+        VersionedStore.builder("s", storage)
+            .localDir(local)
+            .options(options)
+            .memoryBudget(EngineFixture.BUDGET)
+            .hedger(hedger)
+            .open()) {
       store.begin(3).close();
       Stall stall = storage.stall(CallKind.CREATE, n -> isPrimarySst(n) || isPrimaryManifest(n));
 
@@ -153,13 +162,11 @@ class HedgedSnapshotTest {
     // An instance with no grace period, on the same lineage from version 3 to 6, runs retention:
     // the unreferenced primary SST goes, nothing referenced does.
     try (VersionedStore other =
-        VersionedStore.open(
-            "o",
-            durable,
-            "",
-            tmp.resolve("o"),
-            options.withTornFileGraceMillis(0),
-            EngineFixture.BUDGET)) {
+        VersionedStore.builder("o", durable)
+            .localDir(tmp.resolve("o"))
+            .options(options.withTornFileGraceMillis(0))
+            .memoryBudget(EngineFixture.BUDGET)
+            .open()) {
       try (StateTransaction tx = other.begin(3)) {
         assertThat(EngineFixture.contents(tx)).isEqualTo(reference(3));
       }
@@ -179,14 +186,12 @@ class HedgedSnapshotTest {
     InMemoryStorage durable = new InMemoryStorage();
     HedgedWriter off = new HedgedWriter(HedgePolicy.builder().disable().build(), pool);
     try (VersionedStore store =
-        VersionedStore.open(
-            "s",
-            durable,
-            "",
-            tmp.resolve("a"),
-            StoreOptions.defaults().withInlineSstMaxBytes(0),
-            EngineFixture.BUDGET,
-            off)) {
+        VersionedStore.builder("s", durable)
+            .localDir(tmp.resolve("a"))
+            .options(StoreOptions.defaults().withInlineSstMaxBytes(0))
+            .memoryBudget(EngineFixture.BUDGET)
+            .hedger(off)
+            .open()) {
       commit(store, 1, 3);
       assertThat(store.snapshotNow()).isEqualTo(3);
       assertThat(durable.names())
@@ -202,13 +207,11 @@ class HedgedSnapshotTest {
   private java.util.TreeMap<String, String> restoredFromSnapshotsAlone(
       InMemoryStorage durable, long version, String local) {
     try (VersionedStore fresh =
-            VersionedStore.open(
-                local,
-                withoutChangelogs(durable),
-                "",
-                tmp.resolve(local),
-                StoreOptions.defaults(),
-                EngineFixture.BUDGET);
+            VersionedStore.builder(local, withoutChangelogs(durable))
+                .localDir(tmp.resolve(local))
+                .options(StoreOptions.defaults())
+                .memoryBudget(EngineFixture.BUDGET)
+                .open();
         StateTransaction tx = fresh.begin(version)) {
       assertThat(fresh.metrics().snapshot().changelogsReplayed()).isZero();
       return EngineFixture.contents(tx);

@@ -2,10 +2,10 @@ package io.streamstate.testkit.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.testkit.InMemoryStorage;
 import java.nio.file.Path;
 import java.util.Map;
@@ -21,13 +21,12 @@ class ProcessMemoryUsageTest {
     long instancesBefore = RocksDbMemoryBudget.processUsage().get("openInstances");
     Map<String, Long> open;
     try (VersionedStore store =
-        VersionedStore.open(
-            "mem",
-            new InMemoryStorage(),
-            "0/0/",
-            tmp.resolve("local"),
-            StoreOptions.defaults(),
-            EngineFixture.BUDGET)) {
+        VersionedStore.builder("mem", new InMemoryStorage())
+            .prefix("0/0/")
+            .localDir(tmp.resolve("local"))
+            .options(StoreOptions.defaults())
+            .memoryBudget(EngineFixture.BUDGET)
+            .open()) {
       try (StateTransaction tx = store.begin(0)) {
         for (int i = 0; i < 20_000; i++) {
           tx.put("default", EngineFixture.bytes("key-" + i), new byte[100]);

@@ -3,10 +3,10 @@ package io.streamstate.testkit.engine;
 import static io.streamstate.testkit.engine.EngineFixture.bytes;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.RocksDbMemoryBudget;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.testkit.InMemoryStorage;
@@ -48,9 +48,17 @@ class RacingWritersTest {
     StoreOptions options = StoreOptions.defaults();
     ExecutorService pool = Executors.newFixedThreadPool(2);
     try (VersionedStore a =
-            VersionedStore.open("a", storage, "", tmp.resolve("a"), options, budget);
+            VersionedStore.builder("a", storage)
+                .localDir(tmp.resolve("a"))
+                .options(options)
+                .memoryBudget(budget)
+                .open();
         VersionedStore b =
-            VersionedStore.open("b", storage, "", tmp.resolve("b"), options, budget)) {
+            VersionedStore.builder("b", storage)
+                .localDir(tmp.resolve("b"))
+                .options(options)
+                .memoryBudget(budget)
+                .open()) {
       Map<String, Integer> seen = new TreeMap<>();
       for (int round = 0; round < ROUNDS; round++) {
         long v = round;
@@ -74,7 +82,11 @@ class RacingWritersTest {
         assertThat(results.get(1).get()).isEqualTo(v + 1);
         // A fresh reader (cold load) sees one writer's whole commit.
         try (VersionedStore reader =
-                VersionedStore.open("r", storage, "", tmp.resolve("r"), options, budget);
+                VersionedStore.builder("r", storage)
+                    .localDir(tmp.resolve("r"))
+                    .options(options)
+                    .memoryBudget(budget)
+                    .open();
             StateTransaction tx = reader.begin(v + 1)) {
           List<String> values = new ArrayList<>();
           tx.iterator("default")
@@ -97,9 +109,17 @@ class RacingWritersTest {
     InMemoryStorage storage = new InMemoryStorage();
     StoreOptions options = StoreOptions.defaults();
     try (VersionedStore first =
-            VersionedStore.open("a", storage, "", tmp.resolve("x"), options, budget);
+            VersionedStore.builder("a", storage)
+                .localDir(tmp.resolve("x"))
+                .options(options)
+                .memoryBudget(budget)
+                .open();
         VersionedStore zombie =
-            VersionedStore.open("z", storage, "", tmp.resolve("y"), options, budget)) {
+            VersionedStore.builder("z", storage)
+                .localDir(tmp.resolve("y"))
+                .options(options)
+                .memoryBudget(budget)
+                .open()) {
       try (StateTransaction tx = first.begin(0)) {
         tx.put("default", bytes("k1"), bytes("first"));
         assertThat(tx.commit()).isEqualTo(1);
@@ -115,7 +135,11 @@ class RacingWritersTest {
         assertThat(tx.commit()).isEqualTo(1);
       }
       try (VersionedStore reader =
-          VersionedStore.open("r", storage, "", tmp.resolve("r"), options, budget)) {
+          VersionedStore.builder("r", storage)
+              .localDir(tmp.resolve("r"))
+              .options(options)
+              .memoryBudget(budget)
+              .open()) {
         try (StateTransaction tx = reader.begin(2)) {
           assertThat(EngineFixture.contents(tx))
               .containsExactly(Map.entry("k1", "first"), Map.entry("k3", "first"));
@@ -139,7 +163,11 @@ class RacingWritersTest {
     InMemoryStorage storage = new InMemoryStorage(() -> clock[0]);
     StoreOptions options = StoreOptions.defaults();
     try (VersionedStore run1 =
-        VersionedStore.open("a", storage, "", tmp.resolve("x"), options, budget)) {
+        VersionedStore.builder("a", storage)
+            .localDir(tmp.resolve("x"))
+            .options(options)
+            .memoryBudget(budget)
+            .open()) {
       try (StateTransaction tx = run1.begin(0)) {
         tx.put("default", bytes("sum"), bytes("0.30000000000000004"));
         tx.commit();
@@ -147,7 +175,11 @@ class RacingWritersTest {
     }
     clock[0] += 1_000;
     try (VersionedStore run2 =
-        VersionedStore.open("a", storage, "", tmp.resolve("y"), options, budget)) {
+        VersionedStore.builder("a", storage)
+            .localDir(tmp.resolve("y"))
+            .options(options)
+            .memoryBudget(budget)
+            .open()) {
       try (StateTransaction tx = run2.begin(0)) {
         tx.put("default", bytes("sum"), bytes("0.3"));
         assertThat(tx.commit()).isEqualTo(1);
@@ -159,7 +191,11 @@ class RacingWritersTest {
       }
     }
     try (VersionedStore reader =
-        VersionedStore.open("r", storage, "", tmp.resolve("r"), options, budget)) {
+        VersionedStore.builder("r", storage)
+            .localDir(tmp.resolve("r"))
+            .options(options)
+            .memoryBudget(budget)
+            .open()) {
       try (StateTransaction tx = reader.begin(1)) {
         assertThat(EngineFixture.contents(tx)).containsExactly(Map.entry("sum", "0.3"));
       }

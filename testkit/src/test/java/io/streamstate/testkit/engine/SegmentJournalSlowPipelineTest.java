@@ -2,11 +2,11 @@ package io.streamstate.testkit.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.engine.GroupCommitter;
-import io.streamstate.core.engine.SegmentCatalog;
-import io.streamstate.core.engine.SegmentJournalSettings;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.engine.segment.SegmentCatalog;
+import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.hedge.HedgePolicy;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.AppendableFile;

@@ -5,12 +5,13 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.core.engine.GroupCommitter;
-import io.streamstate.core.engine.SegmentCatalog;
-import io.streamstate.core.engine.SegmentJournalSettings;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.retention.SegmentSweep;
+import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.engine.segment.SegmentCatalog;
+import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
@@ -464,7 +465,7 @@ class SegmentJournalTest {
 
     // Swept by another process (whose writer holds none of these journals open).
     Storage sweeper = FaultInjectingStorage.builder(durable, 95).build();
-    SegmentCatalog.of(sweeper).sweep(options);
+    SegmentSweep.of(sweeper).sweep(options);
 
     assertThat(journals(durable)).containsExactlyInAnyOrderElementsOf(needed);
     for (long v = versions - options.minVersionsToRetain() + 1; v <= versions; v++) {

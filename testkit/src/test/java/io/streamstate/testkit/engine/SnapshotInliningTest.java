@@ -114,7 +114,11 @@ class SnapshotInliningTest {
   }
 
   private VersionedStore open(InMemoryStorage durable, StoreOptions options, String local) {
-    return VersionedStore.open("s", durable, "", tmp.resolve(local), options, EngineFixture.BUDGET);
+    return VersionedStore.builder("s", durable)
+        .localDir(tmp.resolve(local))
+        .options(options)
+        .memoryBudget(EngineFixture.BUDGET)
+        .open();
   }
 
   /** A new process's store, with the changelogs gone: its state can only come from snapshots. */

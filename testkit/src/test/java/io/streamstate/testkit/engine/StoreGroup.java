@@ -5,10 +5,10 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.streamstate.core.engine.GroupCommitter;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.testkit.FaultInjectingStorage;
 import java.nio.file.Path;
@@ -45,15 +45,13 @@ final class StoreGroup {
   }
 
   VersionedStore open(Storage storage, int store, StoreOptions options, GroupCommitter committer) {
-    return VersionedStore.open(
-        "op=0/part=" + store,
-        storage,
-        prefix(store),
-        tmp.resolve("l" + (++instances)),
-        options,
-        EngineFixture.BUDGET,
-        null,
-        committer);
+    return VersionedStore.builder("op=0/part=" + store, storage)
+        .prefix(prefix(store))
+        .localDir(tmp.resolve("l" + (++instances)))
+        .options(options)
+        .memoryBudget(EngineFixture.BUDGET)
+        .groupCommitter(committer)
+        .open();
   }
 
   /** Every store of the group, sharing {@code committer}. */

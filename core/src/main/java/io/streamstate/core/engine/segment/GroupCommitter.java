@@ -1,5 +1,6 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.segment;
 
+import io.streamstate.core.engine.CommitIds;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -11,6 +12,7 @@ import io.streamstate.core.hedge.HedgeCopy;
 import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsAppend;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -18,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -60,10 +63,8 @@ public final class GroupCommitter {
 
   private static final Map<String, GroupCommitter> SHARED = new HashMap<>();
 
-  private final java.util.concurrent.atomic.AtomicLong segmentsWritten =
-      new java.util.concurrent.atomic.AtomicLong();
-  private final java.util.concurrent.atomic.AtomicLong membersWritten =
-      new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong segmentsWritten = new AtomicLong();
+  private final AtomicLong membersWritten = new AtomicLong();
 
   /** A transaction that may commit {@code version}, announced by the thread that began it. */
   public static final class Ticket {
@@ -117,8 +118,7 @@ public final class GroupCommitter {
 
   /**
    * @param journal how to append segments to a journal where the storage can append ({@link
-   *     io.streamstate.core.storage.SupportsAppend}); null, or a storage that cannot: a segment
-   *     file each
+   *     SupportsAppend}); null, or a storage that cannot: a segment file each
    */
   public GroupCommitter(
       Storage storage,
@@ -324,7 +324,7 @@ public final class GroupCommitter {
     RuntimeException failure = null;
     try {
       Segment segment = new Segment(group.version, members);
-      long id = CommitIds.next();
+      long id = CommitIds.next(); // I2: the segment's names are this write's own
       name = SegmentCatalog.name(group.version, id);
       byte[] framed = FramedFile.frame(FileKind.SEGMENT, segment.encode());
       HedgeCopy file = HedgeCopy.create(storage, name);

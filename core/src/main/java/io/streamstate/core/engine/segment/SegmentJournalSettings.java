@@ -1,4 +1,4 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.segment;
 
 /**
  * How a {@link GroupCommitter} appends its segments to a journal instead of publishing a file each

@@ -1,4 +1,4 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.local;
 
 import java.util.Map;
 import java.util.TreeMap;

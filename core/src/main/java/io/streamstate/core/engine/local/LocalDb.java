@@ -1,5 +1,6 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.local;
 
+import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +13,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
@@ -19,6 +21,7 @@ import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.CompressionType;
 import org.rocksdb.DBOptions;
 import org.rocksdb.FlushOptions;
+import org.rocksdb.IndexType;
 import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
@@ -31,13 +34,15 @@ import org.rocksdb.WriteOptions;
  * The one owner of a RocksDB instance's native handles. Every call checks that the instance is open
  * and turns {@link RocksDBException} into a {@link StreamStateException} naming the store, so no
  * caller can reach native code through a closed handle. Handles are closed in reverse order of
- * creation. RocksDB types never leave this package.
+ * creation. RocksDB types never leave this package: iteration goes through {@link Cursor}.
  *
  * <p>Writes go with the WAL disabled: durability is the changelog's job, and a local instance is
  * never trusted after a crash.
+ *
+ * @apiNote Internal: public for the engine's packages only.
  */
-final class LocalDb implements AutoCloseable {
-  static final String DEFAULT_FAMILY = "default";
+public final class LocalDb implements AutoCloseable {
+  public static final String DEFAULT_FAMILY = "default";
 
   private final String storeName;
   private final Path dir;
@@ -45,7 +50,7 @@ final class LocalDb implements AutoCloseable {
   private final ColumnFamilyOptions familyOptions;
   private final WriteOptions writeOptions;
   private final ReadOptions readOptions;
-  private final org.rocksdb.BloomFilter bloomFilter;
+  private final BloomFilter bloomFilter;
   private final RocksDB db;
   private final Map<String, ColumnFamilyHandle> families = new LinkedHashMap<>();
 
@@ -115,7 +120,7 @@ final class LocalDb implements AutoCloseable {
             .setMaxBackgroundJobs(2)
             .setKeepLogFileNum(2)
             .setMaxManifestFileSize(4L << 20);
-    this.bloomFilter = new org.rocksdb.BloomFilter(10, false);
+    this.bloomFilter = new BloomFilter(10, false);
     BlockBasedTableConfig table =
         new BlockBasedTableConfig()
             .setBlockCache(budget.cache())
@@ -126,7 +131,7 @@ final class LocalDb implements AutoCloseable {
             // a whole-file filter or index evicted from the cache is read back in full (MBs) on
             // the next point read; partitions are read a block at a time, and their top level
             // stays pinned.
-            .setIndexType(org.rocksdb.IndexType.kTwoLevelIndexSearch)
+            .setIndexType(IndexType.kTwoLevelIndexSearch)
             .setPartitionFilters(true)
             .setMetadataBlockSize(4096)
             .setPinTopLevelIndexAndFilter(true)
@@ -165,7 +170,7 @@ final class LocalDb implements AutoCloseable {
   }
 
   /** Opens (or creates) the instance in {@code dir}. */
-  static LocalDb open(String storeName, Path dir, RocksDbMemoryBudget budget) {
+  public static LocalDb open(String storeName, Path dir, RocksDbMemoryBudget budget) {
     return new LocalDb(storeName, dir, budget);
   }
 
@@ -188,17 +193,17 @@ final class LocalDb implements AutoCloseable {
     return names;
   }
 
-  Set<String> familyNames() {
+  public Set<String> familyNames() {
     checkOpen();
     return families.keySet();
   }
 
-  boolean hasFamily(String name) {
+  public boolean hasFamily(String name) {
     checkOpen();
     return families.containsKey(name);
   }
 
-  byte[] get(String family, byte[] key) {
+  public byte[] get(String family, byte[] key) {
     checkOpen();
     ColumnFamilyHandle handle = families.get(family);
     if (handle == null) {
@@ -212,7 +217,7 @@ final class LocalDb implements AutoCloseable {
   }
 
   /** Whether {@code key} exists, without copying its value into the JVM. */
-  boolean exists(String family, byte[] key) {
+  public boolean exists(String family, byte[] key) {
     checkOpen();
     ColumnFamilyHandle handle = families.get(family);
     return handle != null && db.keyExists(handle, readOptions, key);
@@ -229,7 +234,7 @@ final class LocalDb implements AutoCloseable {
    * last scan from the start found, lowered by every later put of a smaller key) and seeks there
    * instead: the index skips the tombstones below it.
    */
-  RocksIterator newIterator(String family, byte[] from) {
+  public Cursor newIterator(String family, byte[] from) {
     checkOpen();
     ColumnFamilyHandle handle = families.get(family);
     if (handle == null) {
@@ -249,11 +254,44 @@ final class LocalDb implements AutoCloseable {
       // Nothing live below where the scan started, and this is the first key at or above it.
       liveLowerBounds.put(family, it.key());
     }
-    return it;
+    return new Cursor(it);
+  }
+
+  /**
+   * A position in one column family's committed entries (a RocksDB iterator, which stays in this
+   * package). Close it when done.
+   */
+  public static final class Cursor implements AutoCloseable {
+    private final RocksIterator it;
+
+    private Cursor(RocksIterator it) {
+      this.it = it;
+    }
+
+    public boolean isValid() {
+      return it.isValid();
+    }
+
+    public byte[] key() {
+      return it.key();
+    }
+
+    public byte[] value() {
+      return it.value();
+    }
+
+    public void next() {
+      it.next();
+    }
+
+    @Override
+    public void close() {
+      it.close();
+    }
   }
 
   /** Applies one version's changes in one write batch (families created or dropped first). */
-  void apply(Changelog changelog) {
+  public void apply(Changelog changelog) {
     checkOpen();
     try {
       for (Changelog.FamilyOp op : changelog.familyOps()) {
@@ -309,7 +347,7 @@ final class LocalDb implements AutoCloseable {
   }
 
   /** Flushes memtables and writes a checkpoint (hard links where possible) to {@code target}. */
-  void checkpoint(Path target) {
+  public void checkpoint(Path target) {
     checkOpen();
     try (FlushOptions flush = new FlushOptions().setWaitForFlush(true);
         Checkpoint checkpoint = Checkpoint.create(db)) {
@@ -320,7 +358,7 @@ final class LocalDb implements AutoCloseable {
     }
   }
 
-  long estimateKeys() {
+  public long estimateKeys() {
     checkOpen();
     long n = 0;
     try {
@@ -333,7 +371,7 @@ final class LocalDb implements AutoCloseable {
     return n;
   }
 
-  long memoryBytes() {
+  public long memoryBytes() {
     checkOpen();
     try {
       long n = 0;
@@ -346,7 +384,7 @@ final class LocalDb implements AutoCloseable {
     }
   }
 
-  Path dir() {
+  public Path dir() {
     return dir;
   }
 

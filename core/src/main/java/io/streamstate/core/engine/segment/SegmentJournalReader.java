@@ -1,8 +1,10 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.segment;
 
+import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.format.FileKind;
 import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.format.Segment;
@@ -113,7 +115,7 @@ final class SegmentJournalReader {
    * Stops at the first bytes that are not (yet) a complete record: an append in flight, or the one
    * that failed.
    *
-   * @throws io.streamstate.core.error.UnsupportedException a journal or segment of a newer format
+   * @throws UnsupportedException a journal or segment of a newer format
    * @throws RetryableException reading failed
    */
   List<Record> records(String name) {

@@ -1,4 +1,4 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.commit;
 
 import io.streamstate.core.error.StreamStateException;
 import java.util.ArrayDeque;
@@ -28,18 +28,15 @@ final class AsyncUploads {
 
   private static final long MAX_BACKOFF_MILLIS = 5_000;
 
-  /** One committed version waiting for its upload. */
-  record Pending(long version, long commitId, byte[] payload) {}
-
-  /** Publishes one pending changelog durably; throws if it did not. */
+  /** Publishes one committed version's changelog durably; throws if it did not. */
   interface Publisher {
-    void publish(Pending pending);
+    void publish(EncodedCommit pending);
   }
 
   private final String storeName;
   private final int maxLag;
   private final Publisher publisher;
-  private final ArrayDeque<Pending> queue = new ArrayDeque<>();
+  private final ArrayDeque<EncodedCommit> queue = new ArrayDeque<>();
   private boolean draining;
   private boolean closing;
   private StreamStateException lastFailure;
@@ -55,7 +52,7 @@ final class AsyncUploads {
   }
 
   /** Queues an upload; blocks while {@code maxLag} uploads are pending. */
-  synchronized void submit(Pending pending) {
+  synchronized void submit(EncodedCommit pending) {
     while (queue.size() >= maxLag && !closing) {
       try {
         wait();
@@ -106,7 +103,7 @@ final class AsyncUploads {
   private void drain() {
     long backoff = 50;
     while (true) {
-      Pending next;
+      EncodedCommit next;
       synchronized (this) {
         next = queue.peek();
         if (next == null || (closing && lastFailure != null)) {
@@ -155,7 +152,7 @@ final class AsyncUploads {
     notifyAll();
     awaitDrained(timeoutMillis);
     List<Long> lost = new ArrayList<>();
-    for (Pending p : queue) {
+    for (EncodedCommit p : queue) {
       lost.add(p.version());
     }
     queue.clear();

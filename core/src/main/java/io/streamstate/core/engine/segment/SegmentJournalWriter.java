@@ -1,5 +1,6 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.segment;
 
+import io.streamstate.core.engine.CommitIds;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.format.SegmentJournalFile;
@@ -168,7 +169,7 @@ final class SegmentJournalWriter {
       failed = false;
       long now = clock.getAsLong();
       if (now > j.closeByMillis + settings.graceMillis() / 2) {
-        // The sweep may delete the journal from closeBy + grace on: do not promise durability.
+        // I13: the sweep may delete the journal from closeBy + grace on: promise no durability.
         throw new OutcomeUnknownException(
             "The append to "
                 + where(j)

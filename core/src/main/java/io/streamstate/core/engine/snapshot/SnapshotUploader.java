@@ -1,5 +1,9 @@
-package io.streamstate.core.engine;
+package io.streamstate.core.engine.snapshot;
 
+import io.streamstate.core.engine.CommitIds;
+import io.streamstate.core.engine.StoreLayout;
+import io.streamstate.core.engine.StoreMetrics;
+import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.RetryableException;
@@ -38,7 +42,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Uploads one local RocksDB checkpoint of a store as a snapshot: the SSTs no confirmed snapshot
  * holds (s2), then the manifest (s3) (docs/protocol.md, "Snapshot"). Only bytes and names: which
- * snapshot to take, when, and what its publication changes are {@link VersionedStore}'s.
+ * snapshot to take, when, and what its publication changes are {@link SnapshotScheduler}'s.
  *
  * <p>Every create goes through the {@link HedgedWriter} it is given when that hedges (the store's
  * writer's {@link HedgedWriter#companion companion}: the commits' settings, but latencies and
@@ -59,8 +63,10 @@ import org.slf4j.LoggerFactory;
  * Without a hedger, or with hedging disabled, each file is one plain create in the calling thread.
  *
  * <p>Owns the process's one pool for background snapshot uploads ({@link #background()}).
+ *
+ * @apiNote Internal: public for the engine's packages only.
  */
-final class SnapshotUploader {
+public final class SnapshotUploader {
   private static final Logger LOG = LoggerFactory.getLogger(SnapshotUploader.class);
   private static final byte[] NO_BYTES = new byte[0];
 
@@ -74,7 +80,7 @@ final class SnapshotUploader {
   private final HedgedWriter hedger;
   private final StoreMetrics metrics;
 
-  SnapshotUploader(
+  public SnapshotUploader(
       String storeName,
       Storage storage,
       StoreLayout layout,
@@ -96,59 +102,8 @@ final class SnapshotUploader {
    * at most one upload queued or running, so the queue is bounded by the number of stores. A task
    * that waits on a stalled create holds one thread until a hedge wins or the create ends.
    */
-  static Executor background() {
+  public static Executor background() {
     return BackgroundPool.EXECUTOR;
-  }
-
-  /**
-   * A local checkpoint of one committed version, under upload. Its directory is deleted when its
-   * last user lets go: the upload, and every create still reading its files (a hedged create that
-   * lost may outlive the upload).
-   */
-  static final class LocalCheckpoint {
-    final long version;
-    final long commitId;
-    final int generation;
-    final Map<String, String> confirmed;
-    final Path dir;
-    private final Runnable afterDelete;
-    private int users = 1; // guarded by this
-
-    LocalCheckpoint(
-        long version,
-        long commitId,
-        int generation,
-        Map<String, String> confirmed,
-        Path dir,
-        Runnable afterDelete) {
-      this.version = version;
-      this.commitId = commitId;
-      this.generation = generation;
-      this.confirmed = confirmed;
-      this.dir = dir;
-      this.afterDelete = afterDelete;
-    }
-
-    /** Takes a use of the directory; false if it is gone already. */
-    synchronized boolean retain() {
-      if (users == 0) {
-        return false;
-      }
-      users++;
-      return true;
-    }
-
-    /** Ends a use; the last one deletes the directory. */
-    void release() {
-      boolean last;
-      synchronized (this) {
-        last = --users == 0;
-      }
-      if (last) {
-        VersionedStore.deleteRecursively(dir);
-        afterDelete.run();
-      }
-    }
   }
 
   /**
@@ -169,6 +124,7 @@ final class SnapshotUploader {
   Published upload(LocalCheckpoint checkpoint, BooleanSupplier stopped) {
     Map<String, String> shared = new HashMap<>();
     SnapshotManifest manifest = uploadFiles(checkpoint, shared, stopped);
+    // I1: the manifest is created only after every SST it names is durable (or verified there).
     if (manifest == null || stopped.getAsBoolean()) {
       return null;
     }
@@ -193,9 +149,7 @@ final class SnapshotUploader {
       LOG.info("Store {}: snapshot {} already exists", storeName, checkpoint.version);
       return new Published(winner.name, Map.of());
     }
-    metrics.filesWritten.incrementAndGet();
-    metrics.bytesWritten.addAndGet(framedLength(payload.length));
-    metrics.snapshotsWritten.incrementAndGet();
+    metrics.countSnapshotWritten(framedLength(payload.length));
     return new Published(winner.name, shared);
   }
 
@@ -204,18 +158,11 @@ final class SnapshotUploader {
   }
 
   private void countHedge(HedgedPublish published, long payloadLength) {
-    if (published.hedgeFired()) {
-      metrics.snapshotHedgesFired.incrementAndGet();
-      metrics.filesWritten.incrementAndGet(); // the second copy, deleted or left once it loses
-      metrics.bytesWritten.addAndGet(framedLength(payloadLength));
-    }
-    if (published.hedgeWon()) {
-      metrics.snapshotHedgesWon.incrementAndGet();
-    }
+    metrics.countSnapshotHedge(published, framedLength(payloadLength));
   }
 
   private static long framedLength(long payloadLength) {
-    return payloadLength + FramedFile.HEADER_LENGTH + FramedFile.FOOTER_LENGTH;
+    return FramedFile.framedLength(payloadLength);
   }
 
   /** s2: the manifest of the checkpoint, its new shared SSTs uploaded; null once stopped. */
@@ -237,8 +184,9 @@ final class SnapshotUploader {
           String sharedName = checkpoint.confirmed.get(localName);
           StoreLayout.SstName confirmed =
               sharedName == null ? null : StoreLayout.parseSst(sharedName);
+          // I9: reused without upload only if a manifest of this instance confirmed it.
           if (confirmed != null && confirmed.length() == length) {
-            metrics.sstFilesReused.incrementAndGet();
+            metrics.countSstReused();
           } else {
             if (stopped.getAsBoolean()) {
               return null;
@@ -302,11 +250,9 @@ final class SnapshotUploader {
       created = !primary.existed;
     }
     if (created) {
-      metrics.sstFilesUploaded.incrementAndGet();
-      metrics.filesWritten.incrementAndGet();
-      metrics.bytesWritten.addAndGet(framedLength(length));
+      metrics.countSstUploaded(framedLength(length));
     } else {
-      metrics.sstFilesReused.incrementAndGet();
+      metrics.countSstReused();
     }
     return name;
   }
@@ -360,6 +306,7 @@ final class SnapshotUploader {
             existed = true;
             return;
           } catch (CorruptFileException torn) {
+            // I8: only a leftover older than the grace period is replaced.
             if (attempt == 0 && removeIfAbandoned(name)) {
               continue;
             }
@@ -465,7 +412,7 @@ final class SnapshotUploader {
         LOG.warn(
             "Store {}: removing unverifiable file {} left by a crashed writer", storeName, file);
         storage.delete(file);
-        metrics.filesDeleted.incrementAndGet();
+        metrics.countDeleted(1);
         return true;
       }
     }

@@ -1,0 +1,76 @@
+package io.streamstate.core.engine.commit;
+
+import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.format.Segment;
+import io.streamstate.core.hedge.HedgedPublish;
+
+/**
+ * Publishes a store's commits as members of group commits' segments (docs/protocol.md, "Group
+ * commit", g1 and g2): each transaction that may commit is announced to the {@link GroupCommitter}
+ * the store shares with the other stores of its storage root, and its commit joins the segment of
+ * its version, returning once that segment is durable. A commit whose transaction was withdrawn
+ * (declared read-only, then committed anyway) is published alone, as a changelog.
+ *
+ * @apiNote Internal: public for the engine's packages only.
+ */
+public final class GroupCommitPublisher implements CommitPublisher {
+  private final GroupCommitter committer;
+  private final String storePrefix;
+  private final CommitPublisher alone;
+
+  /** The open transaction's ticket, if it may commit; guarded by the store's lock. */
+  private GroupCommitter.Ticket ticket;
+
+  /**
+   * @param storePrefix the store's prefix, which names its members in segment indexes
+   * @param alone publishes a commit that has no ticket
+   */
+  public GroupCommitPublisher(GroupCommitter committer, String storePrefix, CommitPublisher alone) {
+    this.committer = committer;
+    this.storePrefix = storePrefix;
+    this.alone = alone;
+  }
+
+  @Override
+  public void announce(long version) {
+    if (ticket == null) {
+      ticket = committer.expect(version);
+    }
+  }
+
+  @Override
+  public void withdraw() {
+    if (ticket != null) {
+      committer.withdraw(ticket);
+      ticket = null;
+    }
+  }
+
+  @Override
+  public PublishedCommit publish(EncodedCommit commit) {
+    if (ticket == null) {
+      return alone.publish(commit);
+    }
+    GroupCommitter.Ticket t = ticket;
+    ticket = null;
+    GroupCommitter.Result result =
+        committer.commit(
+            t,
+            new Segment.Member(
+                storePrefix, commit.commitId(), commit.parentId(), commit.payload()));
+    long bytes = commit.payload().length;
+    // The segment's files count once, for the member whose thread wrote them.
+    if (!result.wroteIt()) {
+      return new PublishedCommit(bytes, 0, bytes, false, false, true, false);
+    }
+    HedgedPublish published = result.published();
+    boolean fired = published != null && published.hedgeFired();
+    boolean won = fired && published.hedgeWon();
+    return new PublishedCommit(bytes, fired ? 2 : 1, bytes, fired, won, true, true);
+  }
+
+  @Override
+  public void close() {
+    withdraw();
+  }
+}

@@ -1,0 +1,380 @@
+package io.streamstate.core.engine.recovery;
+
+import io.streamstate.core.engine.CommitIds;
+import io.streamstate.core.engine.StoreFiles;
+import io.streamstate.core.engine.StoreLayout;
+import io.streamstate.core.engine.StoreMetrics;
+import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.engine.commit.AsyncChangelogPublisher;
+import io.streamstate.core.engine.commit.ChangelogPublisher;
+import io.streamstate.core.engine.commit.EncodedCommit;
+import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.recovery.DurableListing.Candidate;
+import io.streamstate.core.engine.segment.SegmentCatalog;
+import io.streamstate.core.engine.snapshot.SnapshotRestorer;
+import io.streamstate.core.error.CorruptFileException;
+import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.Changelog;
+import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.storage.Storage;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Loads a version of one store from its durable files (docs/protocol.md, "Load and recovery",
+ * l2-l5): picks the version's newest valid commit, walks back along its lineage (each commit names
+ * its parent's commit id) to a base (the local instance when it lies on the lineage, else the
+ * newest usable snapshot on it, else the empty state), then replays the lineage's changelogs on the
+ * base. In async durability, a version whose commits were never uploaded resumes from the newest
+ * durable one within the lag bound (a4).
+ *
+ * <p>Builds the store's {@link LocalInstance}; called under the store's lock.
+ *
+ * @apiNote Internal: public for the engine's packages only.
+ */
+public final class LineageLoader {
+  private static final Logger LOG = LoggerFactory.getLogger(LineageLoader.class);
+
+  /** Changelogs a load keeps in memory while it walks back to its base; beyond this it re-reads. */
+  private static final long MAX_HELD_CHANGELOG_BYTES = 64L << 20;
+
+  private final String storeName;
+  private final Storage storage;
+  private final StoreLayout layout;
+  private final StoreOptions options;
+  private final SegmentCatalog catalog;
+  private final LocalInstance local;
+  private final SnapshotRestorer restorer;
+  private final ChangelogPublisher bridges;
+  private final AsyncChangelogPublisher async;
+  private final StoreMetrics metrics;
+
+  /**
+   * @param bridges publishes the empty changelogs that bridge versions an async store lost (a4)
+   * @param async the store's async publisher, or null in sync durability
+   */
+  public LineageLoader(
+      String storeName,
+      Storage storage,
+      StoreLayout layout,
+      StoreOptions options,
+      SegmentCatalog catalog,
+      LocalInstance local,
+      SnapshotRestorer restorer,
+      ChangelogPublisher bridges,
+      AsyncChangelogPublisher async,
+      StoreMetrics metrics) {
+    this.storeName = storeName;
+    this.storage = storage;
+    this.layout = layout;
+    this.options = options;
+    this.catalog = catalog;
+    this.local = local;
+    this.restorer = restorer;
+    this.bridges = bridges;
+    this.async = async;
+    this.metrics = metrics;
+  }
+
+  /** One commit on the lineage being loaded; {@code changelog} is null once dropped. */
+  private static final class Step {
+    final Candidate source;
+    final long version;
+    final long commitId;
+    Changelog changelog;
+
+    Step(Candidate source, Changelog changelog) {
+      this.source = source;
+      this.version = source.version();
+      this.commitId = source.commitId();
+      this.changelog = changelog;
+    }
+  }
+
+  /**
+   * Makes the local instance hold {@code version} (l2-l5). No wrong state is ever loaded (I5): a
+   * file the lineage needs that is missing or does not verify fails the load, naming it.
+   *
+   * @throws MissingFileException a file the version needs is absent
+   * @throws CorruptFileException a changelog the version needs does not verify
+   */
+  public void load(long version) {
+    load(version, true);
+  }
+
+  private void load(long version, boolean mayWaitForOtherUploads) {
+    if (version == 0) {
+      local.openEmpty();
+      return;
+    }
+    DurableListing listing = DurableListing.list(storage, layout, catalog);
+    List<Step> steps = new ArrayList<>();
+    List<String> skipped = new ArrayList<>();
+    long heldBytes = 0;
+    long v;
+    long expected;
+    Step top = newestValidCommit(listing, version, skipped);
+    if (top != null) {
+      // The walk starts at the version itself, so that a snapshot of this very commit is used.
+      v = version;
+      expected = top.commitId;
+    } else {
+      // No changelog of the version is left (retention keeps the base snapshot alone).
+      List<StoreLayout.SnapshotName> snaps = listing.snapshots().getOrDefault(version, List.of());
+      if (snaps.isEmpty()) {
+        if (async != null && skipped.isEmpty()) {
+          if (mayWaitForOtherUploads && async.awaitOtherInstance()) {
+            // Another instance in this process was still uploading: it landed; look again.
+            load(version, false);
+            return;
+          }
+          resumeFromNewestDurable(version, listing);
+          return;
+        }
+        throw noCommitOf(version, listing, skipped);
+      }
+      v = version;
+      expected = snaps.get(snaps.size() - 1).commitId();
+    }
+    // l3: walk back until a base on the lineage: the local instance, a usable snapshot, or empty.
+    while (true) {
+      if (local.holds(v, expected)) {
+        break; // the local instance lies on the lineage: replay forward from it
+      }
+      if (v == 0) {
+        if (expected != 0) {
+          throw new CorruptFileException(
+              "Cannot load version "
+                  + version
+                  + " of store "
+                  + storeName
+                  + ": the changelog of version 1 on its lineage names parent commit "
+                  + StoreLayout.formatId(expected)
+                  + " instead of the empty state ("
+                  + FramedFile.location(storage, steps.get(steps.size() - 1).source.file())
+                  + ")");
+        }
+        local.openEmpty();
+        break;
+      }
+      // While the local instance is older, it is the base to reach: no need for snapshots.
+      if (!local.holdsOlderThan(v) && restoreSnapshotOnLineage(listing, v, expected, skipped)) {
+        break;
+      }
+      if (top != null && v == version) {
+        steps.add(top);
+        expected = top.changelog.parentId();
+        heldBytes += top.changelog.changeCount() * 64L;
+        v--;
+        continue;
+      }
+      List<Candidate> copies = listing.copiesOf(v, expected);
+      if (copies.isEmpty()) {
+        throw new MissingFileException(
+            lineageFailure(
+                version,
+                "changelog "
+                    + FramedFile.location(storage, layout.changelog(v, expected))
+                    + " is missing (version "
+                    + (v + 1)
+                    + " on the lineage builds on it)",
+                skipped));
+      }
+      Step step = readCopies(copies, skipped, version);
+      steps.add(step);
+      expected = step.changelog.parentId();
+      heldBytes += step.changelog.changeCount() * 64L;
+      if (heldBytes > MAX_HELD_CHANGELOG_BYTES) {
+        step.changelog = null; // re-read when replayed
+      }
+      v--;
+    }
+    // l4: replay the lineage, oldest first.
+    for (int i = steps.size() - 1; i >= 0; i--) {
+      Step step = steps.get(i);
+      local.apply(step.changelog != null ? step.changelog : reread(step, version));
+      metrics.countReplayed();
+    }
+  }
+
+  /**
+   * a4: async durability, after losing the process that held the newest versions: loads the newest
+   * durable version {@code d} within the lag bound, then publishes empty changelogs for {@code d+1
+   * .. version} so that the lineage says plainly what was lost, and counts and logs the loss.
+   */
+  private void resumeFromNewestDurable(long version, DurableListing listing) {
+    long floor = Math.max(0, version - options.asyncMaxLagVersions());
+    long durable = -1;
+    for (long d = version - 1; d >= floor; d--) {
+      if (d == 0 || !listing.candidates(d).isEmpty() || listing.snapshots().containsKey(d)) {
+        durable = d;
+        break;
+      }
+    }
+    if (durable < 0) {
+      throw new MissingFileException(
+          lineageFailure(
+              version,
+              "no durable version within the async lag bound of "
+                  + options.asyncMaxLagVersions()
+                  + " versions (versions "
+                  + floor
+                  + " to "
+                  + (version - 1)
+                  + " have no changelog or snapshot in "
+                  + FramedFile.location(storage, layout.changelogDir())
+                  + ")",
+              List.of()));
+    }
+    load(durable);
+    long lost = version - durable;
+    LOG.warn(
+        "Store {}: versions {} to {} were committed in async durability but never uploaded (their"
+            + " process was lost); resuming from version {}: the changes of {} batch(es) are lost",
+        storeName,
+        durable + 1,
+        version,
+        durable,
+        lost);
+    metrics.countVersionsLost(lost);
+    for (long v = durable + 1; v <= version; v++) {
+      long commitId = CommitIds.next();
+      Changelog bridge = new Changelog(v, commitId, local.commitId(), List.of(), List.of());
+      metrics.countPublished(
+          bridges.publish(
+              new EncodedCommit(
+                  v, commitId, local.commitId(), bridge.encodeStored(options.changelogCodec()))));
+      local.apply(bridge);
+    }
+  }
+
+  /**
+   * l2: the newest commit of {@code version} whose changelog verifies. Commits of one version are
+   * alternatives (retries, speculative attempts, re-runs of the batch); the newest is the one a
+   * re-run produced last, as with Spark's own providers. One that does not verify is treated as
+   * absent (a crashed or still-running writer's file).
+   */
+  private Step newestValidCommit(DurableListing listing, long version, List<String> skipped) {
+    List<Candidate> found = new ArrayList<>(listing.candidates(version));
+    found.sort(
+        Comparator.comparingLong(Candidate::mtime).thenComparing(Candidate::file).reversed());
+    for (Candidate c : found) {
+      try {
+        return new Step(c, readCommit(c));
+      } catch (CorruptFileException | MissingFileException e) {
+        metrics.countInvalidSkipped();
+        skipped.add(e.getMessage());
+        LOG.warn(
+            "Store {}: skipping changelog that does not verify: {}", storeName, e.getMessage());
+      }
+    }
+    return null;
+  }
+
+  /** Reads the commit {@code copies} hold (one commit id: the primary, then a hedge copy). */
+  private Step readCopies(List<Candidate> copies, List<String> skipped, long version) {
+    List<String> failures = new ArrayList<>();
+    for (Candidate copy : copies) {
+      try {
+        return new Step(copy, readCommit(copy));
+      } catch (CorruptFileException | MissingFileException e) {
+        failures.add(e.getMessage());
+      }
+    }
+    String detail = String.join("; ", failures);
+    throw new CorruptFileException(lineageFailure(version, detail, skipped));
+  }
+
+  /** Reads one candidate commit, from its changelog file or its segment. */
+  private Changelog readCommit(Candidate c) {
+    if (c.inSegment()) {
+      return catalog.member(c.file(), layout.prefix(), c.commitId());
+    }
+    return StoreFiles.readChangelog(storage, StoreLayout.parseChangelog(c.file()));
+  }
+
+  private Changelog reread(Step step, long version) {
+    try {
+      return readCommit(step.source);
+    } catch (CorruptFileException | MissingFileException e) {
+      throw new CorruptFileException(
+          lineageFailure(version, "changelog changed while loading: " + e.getMessage(), List.of()),
+          e);
+    }
+  }
+
+  /**
+   * Restores a snapshot of version {@code v} with commit id {@code id} if one exists and is usable.
+   * An unusable one is skipped (logged, listed in later errors): an older snapshot plus changelogs
+   * gives the same state.
+   */
+  private boolean restoreSnapshotOnLineage(
+      DurableListing listing, long v, long id, List<String> skipped) {
+    for (StoreLayout.SnapshotName s : listing.snapshots().getOrDefault(v, List.of())) {
+      if (s.commitId() != id) {
+        continue;
+      }
+      local.discard();
+      try {
+        restorer.restore(s, local);
+        return true;
+      } catch (CorruptFileException | MissingFileException e) {
+        LOG.warn(
+            "Store {}: snapshot {} is unusable, trying an older one: {}",
+            storeName,
+            v,
+            e.getMessage());
+        skipped.add(e.getMessage());
+        local.discard();
+      }
+    }
+    return false;
+  }
+
+  private String lineageFailure(long version, String detail, List<String> skipped) {
+    return "Cannot load version "
+        + version
+        + " of store "
+        + storeName
+        + ": "
+        + detail
+        + "."
+        + (skipped.isEmpty() ? "" : " Skipped as unusable: " + String.join("; ", skipped));
+  }
+
+  /**
+   * l5: no commit of {@code version} to load: corrupt if its only changelogs do not verify, else
+   * missing.
+   */
+  private StreamStateException noCommitOf(
+      long version, DurableListing listing, List<String> skipped) {
+    if (!skipped.isEmpty()) {
+      return new CorruptFileException(
+          lineageFailure(version, "no changelog of version " + version + " verifies", skipped));
+    }
+    Long newest = listing.newestVersion();
+    String unreadable =
+        listing.unreadableSegments().isEmpty()
+            ? ""
+            : "; unreadable segments (whose stores are unknown): "
+                + String.join("; ", listing.unreadableSegments());
+    return new MissingFileException(
+        lineageFailure(
+            version,
+            "no valid changelog of version "
+                + version
+                + " in "
+                + FramedFile.location(storage, layout.changelogDir())
+                + " or in segments under "
+                + FramedFile.location(storage, SegmentCatalog.SEGMENT_DIR)
+                + (newest == null
+                    ? " (they hold none of this store)"
+                    : " (the newest version of this store there is " + newest + ")")
+                + unreadable,
+            skipped));
+  }
+}

@@ -1,0 +1,84 @@
+package io.streamstate.core.engine.snapshot;
+
+import io.streamstate.core.engine.StoreFiles;
+import io.streamstate.core.engine.StoreLayout;
+import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.error.CorruptFileException;
+import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.FileKind;
+import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.format.SnapshotManifest;
+import io.streamstate.core.storage.Storage;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Restores a snapshot as a store's local instance (docs/protocol.md, "Load and recovery", l3):
+ * reads and verifies its manifest, copies each shared SST into a new local directory verifying its
+ * frame and length, writes the inline files, and opens RocksDB on them. Which snapshot to restore
+ * is the load's choice.
+ *
+ * @apiNote Internal: public for the engine's packages only.
+ */
+public final class SnapshotRestorer {
+  private final Storage storage;
+  private final SnapshotHistory history;
+
+  /**
+   * @param history told of every snapshot restored
+   */
+  public SnapshotRestorer(Storage storage, SnapshotHistory history) {
+    this.storage = storage;
+    this.history = history;
+  }
+
+  /**
+   * Restores snapshot {@code name} into {@code local}, which holds no instance. Its SSTs become the
+   * instance's confirmed set: a later snapshot reuses them.
+   *
+   * @throws CorruptFileException the manifest or an SST does not verify (the snapshot is unusable;
+   *     no instance is opened)
+   * @throws MissingFileException the manifest or an SST is gone
+   */
+  public void restore(StoreLayout.SnapshotName name, LocalInstance local) {
+    SnapshotManifest manifest = StoreFiles.readManifest(storage, name);
+    Path dir = local.newDbDir();
+    Map<String, String> restored = copyFiles(manifest, dir);
+    local.openRestored(dir, manifest.version(), manifest.commitId(), restored);
+    history.recorded(manifest.version());
+  }
+
+  /** Copies the manifest's files into {@code dir}; returns local to shared name of its SSTs. */
+  private Map<String, String> copyFiles(SnapshotManifest manifest, Path dir) {
+    Map<String, String> restored = new HashMap<>();
+    try {
+      Files.createDirectories(dir);
+      for (SnapshotManifest.Entry e : manifest.files()) {
+        Path target = dir.resolve(e.localName());
+        if (e.isShared()) {
+          FramedFile.copyPayload(storage, e.sharedName(), FileKind.SST, target);
+          if (Files.size(target) != e.length()) {
+            throw new CorruptFileException(
+                FramedFile.location(storage, e.sharedName())
+                    + " is corrupt: it holds "
+                    + Files.size(target)
+                    + " bytes but snapshot "
+                    + manifest.version()
+                    + " lists "
+                    + e.length());
+          }
+          restored.put(e.localName(), e.sharedName());
+        } else {
+          Files.write(target, e.inlineContent());
+        }
+      }
+    } catch (IOException e) {
+      throw new StreamStateException("Cannot restore snapshot into " + dir + ": " + e, e);
+    }
+    return restored;
+  }
+}
