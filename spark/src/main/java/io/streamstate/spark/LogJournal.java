@@ -338,13 +338,7 @@ final class LogJournal {
       throw new FileAlreadyExistsException(where(Long.toString(batchId)));
     }
     long epoch = currentEpoch + 1;
-    AppendableFile next;
-    try {
-      next = storage.createAppendable(journalName(epoch));
-    } catch (FileAlreadyExistsException e) {
-      giveUp();
-      throw superseded(journalName(epoch));
-    }
+    AppendableFile next = createNextJournal(epoch);
     java.io.ByteArrayOutputStream records = new java.io.ByteArrayOutputStream();
     records.writeBytes(header());
     records.writeBytes(liveRecords());
@@ -382,6 +376,16 @@ final class LogJournal {
     currentRecords = entries.size() + pendingDeletes.size() + 1;
     pendingDeletes.clear();
     entries.put(batchId, bytes);
+  }
+
+  /** Creates the journal a roll continues in; taken: another writer took the log over. */
+  private AppendableFile createNextJournal(long epoch) {
+    try {
+      return storage.createAppendable(journalName(epoch));
+    } catch (FileAlreadyExistsException e) {
+      giveUp();
+      throw superseded(journalName(epoch));
+    }
   }
 
   /** Whether the journal must roll before the next record (w5). */
@@ -621,13 +625,7 @@ final class LogJournal {
   private void rollTo(long epoch) {
     AppendableFile old = current;
     long oldEpoch = currentEpoch;
-    AppendableFile next;
-    try {
-      next = storage.createAppendable(journalName(epoch));
-    } catch (FileAlreadyExistsException e) {
-      giveUp();
-      throw superseded(journalName(epoch));
-    }
+    AppendableFile next = createNextJournal(epoch);
     java.io.ByteArrayOutputStream snapshot = new java.io.ByteArrayOutputStream();
     snapshot.writeBytes(header());
     snapshot.writeBytes(liveRecords());

@@ -41,7 +41,7 @@ class HedgedWritesOnSlowDataNodesTest {
     SimulatedFileSystem fs = new SimulatedFileSystem();
     fs.initialize(URI.create("simfs://" + authority + "/"), conf);
     DataNodeCluster cluster = fs.model().cluster();
-    long[] instant = instantWithOneSlowDataNode(cluster);
+    long[] instant = SlowPeriods.instantWithOneSlowDataNode(cluster);
     fs.model().useClock(() -> instant[0]); // the slow period lasts for the whole test
     HadoopStorage storage =
         HadoopStorage.open(fs, new Path("simfs://" + authority + tmp.resolve("out")));
@@ -80,22 +80,5 @@ class HedgedWritesOnSlowDataNodesTest {
         .isPositive();
     // Only late primaries wait: no hedge copy, and no later create, is placed on the slow one.
     assertThat(c.get("slowNodeWaits") - before.get("slowNodeWaits")).isLessThanOrEqualTo(hedged);
-  }
-
-  /** An instant when exactly one DataNode is slow: {time, slow DataNode, end of its period}. */
-  private static long[] instantWithOneSlowDataNode(DataNodeCluster c) {
-    for (long t = 0; ; t += 100) {
-      int slow = -1;
-      int n = 0;
-      for (int node = 0; node < c.size(); node++) {
-        if (c.slowUntilMs(node, t) > t) {
-          slow = node;
-          n++;
-        }
-      }
-      if (n == 1) {
-        return new long[] {t, slow, c.slowUntilMs(slow, t)};
-      }
-    }
   }
 }

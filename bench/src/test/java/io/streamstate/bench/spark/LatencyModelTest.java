@@ -276,30 +276,11 @@ class LatencyModelTest {
         .hasMessageContaining("1 <= fs.simfs.replication <= fs.simfs.datanodes");
   }
 
-  /** An instant when exactly one DataNode is slow, at least 100 ms before its period ends. */
-  private static long[] instantWithOneSlowDataNode(DataNodeCluster c) {
-    for (long t = 0; ; t += 100) {
-      int slow = -1;
-      int n = 0;
-      for (int node = 0; node < c.size(); node++) {
-        if (c.slowUntilMs(node, t) > t + 100) {
-          slow = node;
-          n++;
-        } else if (c.slowUntilMs(node, t) > t) {
-          n += 2; // about to end: not this instant
-        }
-      }
-      if (n == 1) {
-        return new long[] {t, slow, c.slowUntilMs(slow, t)};
-      }
-    }
-  }
-
   @Test
   void slowDatanodePeriodsADataOpThroughASlowDataNodeWaitsForTheEndOfItsPeriod() throws Exception {
     LatencyModel model = new LatencyModel("slow-datanode-periods", 5, 1.0, 0, 6, 3);
     DataNodeCluster c = model.cluster();
-    long[] found = instantWithOneSlowDataNode(c);
+    long[] found = SlowPeriods.instantWithOneSlowDataNode(c, 100);
     long t = found[0];
     int slow = (int) found[1];
     long end = found[2];

@@ -480,29 +480,12 @@ class SimulatedFileSystemTest {
         .isInstanceOf(FileAlreadyExistsException.class);
   }
 
-  /** An instant when exactly one DataNode is slow: {time, slow DataNode, end of its period}. */
-  private static long[] instantWithOneSlowDataNode(DataNodeCluster c) {
-    for (long t = 0; ; t += 100) {
-      int slow = -1;
-      int n = 0;
-      for (int node = 0; node < c.size(); node++) {
-        if (c.slowUntilMs(node, t) > t) {
-          slow = node;
-          n++;
-        }
-      }
-      if (n == 1) {
-        return new long[] {t, slow, c.slowUntilMs(slow, t)};
-      }
-    }
-  }
-
   @Test
   void dataWritesAndSyncsThroughASlowDataNodeWaitForTheEndOfItsPeriodOthersDoNot()
       throws IOException {
     SimulatedFileSystem fs = open("slow-datanode-periods");
     DataNodeCluster cluster = fs.model().cluster();
-    long[] found = instantWithOneSlowDataNode(cluster);
+    long[] found = SlowPeriods.instantWithOneSlowDataNode(cluster);
     long[] now = {found[0]};
     String slow = DataNodeCluster.name((int) found[1]);
     long wait = found[2] - found[0];
