@@ -2,6 +2,7 @@ package io.streamstate.hadoop;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.format.Segment;
@@ -173,7 +174,8 @@ class SlowDataNodeIT {
     learnEveryDataNode();
     List<String> rest = steerOntoTheSlowDataNode();
     GroupCommitter committer =
-        new GroupCommitter(storage, hedger(), 0, 0, SegmentJournalSettings.defaults());
+        new GroupCommitter(
+            ProcessResources.shared(), storage, hedger(), 0, 0, SegmentJournalSettings.defaults());
     assertThat(committer.appendsToJournal()).isTrue();
     GroupCommitter.Result first = commit(committer, 1);
     String firstJournal = journalOf(first.segment());

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
@@ -113,7 +114,8 @@ final class HedgedLogWrites {
   }
 
   private static synchronized HedgedWriter sharedWriter(HedgePolicy policy) {
-    return WRITERS.computeIfAbsent(policy.toString(), k -> new HedgedWriter(policy));
+    return WRITERS.computeIfAbsent(
+        policy.toString(), k -> new HedgedWriter(policy, ProcessResources.shared()));
   }
 
   /** The counters of the writer that managers with {@code conf} use; for tests and tools. */

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgePolicy;
@@ -69,7 +70,8 @@ final class HedgedSinkWrites {
     }
     // The policy's text names every setting: writers of equal settings are one writer.
     HedgePolicy policy = HedgedLogWrites.policy(conf); // a new instance: each class its own
-    return WRITERS.computeIfAbsent(policy + "#" + sizeClass, k -> new HedgedWriter(policy));
+    return WRITERS.computeIfAbsent(
+        policy + "#" + sizeClass, k -> new HedgedWriter(policy, ProcessResources.shared()));
   }
 
   /** The counters of every sink-file hedger of this JVM, summed. */

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.VersionedStore;
@@ -120,7 +121,8 @@ public class StreamStateProvider implements StateStoreProvider {
 
   private static synchronized HedgedWriter sharedHedger(StreamStateConf conf) {
     return HEDGERS.computeIfAbsent(
-        conf.hedgePolicy().toString(), k -> new HedgedWriter(conf.hedgePolicy()));
+        conf.hedgePolicy().toString(),
+        k -> new HedgedWriter(conf.hedgePolicy(), ProcessResources.shared()));
   }
 
   private volatile StateStoreProviderId providerId;
@@ -166,7 +168,7 @@ public class StreamStateProvider implements StateStoreProvider {
             useMultipleValuesPerKey));
     StoreLocations.Location location = StoreLocations.resolve(stateStoreId, hadoopConf);
     Path localDir = StoreLocations.localDir(conf, stateStoreId);
-    this.budget = RocksDbMemoryBudget.shared(conf.memoryCapBytes());
+    this.budget = RocksDbMemoryBudget.shared(ProcessResources.shared(), conf.memoryCapBytes());
     VersionedStoreBuilder builder =
         VersionedStore.builder(describe(stateStoreId), location.storage())
             .prefix(location.prefix())
@@ -177,6 +179,7 @@ public class StreamStateProvider implements StateStoreProvider {
     if (conf.groupCommitEnabled()) {
       builder.groupCommitter(
           GroupCommitter.shared(
+              ProcessResources.shared(),
               location.storage(),
               sharedHedger(conf),
               conf.groupCommitMaxWaitMs(),

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.segment.GroupCommitter;
 import java.nio.file.Path;
 import java.util.Map;
@@ -93,7 +94,7 @@ final class TestSessions {
           .isPositive();
     }
     if (forcedConf().containsKey(StreamStateConf.GROUP_COMMIT_MAX_WAIT_MS)) {
-      long[] totals = GroupCommitter.sharedTotals();
+      long[] totals = GroupCommitter.sharedTotals(ProcessResources.shared());
       org.assertj.core.api.Assertions.assertThat(totals[1])
           .as("commits in segments (%d segments) in this JVM with group commit forced", totals[0])
           .isGreaterThan(totals[0]);

@@ -1,5 +1,6 @@
 package io.streamstate.bench.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
@@ -41,7 +42,7 @@ final class MemorySampler {
     }
     m.put("directBufferMb", direct >> 20);
     // RocksDB's own account (zero for the built-in providers, which open no RocksDB of ours).
-    Map<String, Long> rocks = RocksDbMemoryBudget.processUsage();
+    Map<String, Long> rocks = RocksDbMemoryBudget.processUsage(ProcessResources.shared());
     m.put("rocksdbCacheMb", rocks.getOrDefault("blockCacheBytes", 0L) >> 20);
     m.put("rocksdbPinnedMb", rocks.getOrDefault("blockCachePinnedBytes", 0L) >> 20);
     m.put("rocksdbMemtableMb", rocks.getOrDefault("memtableBytes", 0L) >> 20);

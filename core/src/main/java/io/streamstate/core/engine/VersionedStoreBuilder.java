@@ -1,10 +1,12 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.commit.AsyncChangelogPublisher;
 import io.streamstate.core.engine.commit.ChangelogPublisher;
 import io.streamstate.core.engine.commit.CommitPublisher;
 import io.streamstate.core.engine.commit.GroupCommitPublisher;
 import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.local.OpenDatabases;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.recovery.LineageLoader;
 import io.streamstate.core.engine.retention.SegmentSweep;
@@ -48,6 +50,7 @@ public final class VersionedStoreBuilder {
   private RocksDbMemoryBudget budget;
   private HedgedWriter hedger;
   private GroupCommitter groupCommitter;
+  private ProcessResources resources = ProcessResources.shared();
 
   VersionedStoreBuilder(String name, Storage storage) {
     this.name = Objects.requireNonNull(name, "name");
@@ -72,6 +75,16 @@ public final class VersionedStoreBuilder {
   /** The store's tuning (default {@link StoreOptions#defaults()}). */
   public VersionedStoreBuilder options(StoreOptions options) {
     this.options = Objects.requireNonNull(options, "options");
+    return this;
+  }
+
+  /**
+   * The owner of what the store shares with the other stores of its process (the segment catalog
+   * and sweep of its storage root, the pools of background uploads, the registry of open RocksDB
+   * instances); default: {@link ProcessResources#shared()}.
+   */
+  public VersionedStoreBuilder resources(ProcessResources resources) {
+    this.resources = Objects.requireNonNull(resources, "resources");
     return this;
   }
 
@@ -120,13 +133,14 @@ public final class VersionedStoreBuilder {
     }
     StoreLayout layout = new StoreLayout(prefix);
     StoreMetrics metrics = new StoreMetrics();
-    SegmentCatalog catalog = SegmentCatalog.of(storage);
-    LocalInstance local = LocalInstance.create(name, localDir, budget);
+    SegmentCatalog catalog = SegmentCatalog.of(resources, storage);
+    LocalInstance local = LocalInstance.create(name, localDir, budget, OpenDatabases.of(resources));
     // How commits become durable, chosen once: the strategy never branches on the commit path.
     ChangelogPublisher changelogs = new ChangelogPublisher(name, storage, layout, hedger);
     AsyncChangelogPublisher async =
         options.isAsync()
             ? new AsyncChangelogPublisher(
+                resources,
                 name,
                 storage,
                 layout,
@@ -170,9 +184,9 @@ public final class VersionedStoreBuilder {
             loader,
             history,
             uploader,
-            SnapshotUploader.background(),
+            SnapshotUploader.background(resources),
             new StoreRetention(storage, layout, options, catalog, history, metrics),
-            catalog.sweep()));
+            SegmentSweep.of(resources, storage)));
   }
 
   /** A store's collaborators, as {@link #open} wired them. */

@@ -1,5 +1,6 @@
 package io.streamstate.core.hedge;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -10,11 +11,8 @@ import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,12 +64,15 @@ public final class HedgedWriter {
   private final HedgePolicy policy;
   private final Executor executor;
 
+  /** The name of the pool of {@link ProcessResources} that hedged writers' creates run on. */
+  public static final String POOL = "hedged-write";
+
   /**
-   * A writer whose creates run on a process-wide pool of daemon threads (cached: threads are made
-   * as needed and end after a minute idle).
+   * A writer whose creates run on the owner's pool of daemon threads (cached: threads are made as
+   * needed and end after a minute idle).
    */
-  public HedgedWriter(HedgePolicy policy) {
-    this(policy, SharedPool.EXECUTOR);
+  public HedgedWriter(HedgePolicy policy, ProcessResources resources) {
+    this(policy, resources.cachedPool(POOL));
   }
 
   /** A writer whose creates run on {@code executor} (see the class comment for what it needs). */
@@ -467,18 +468,5 @@ public final class HedgedWriter {
     private String where(int copy) {
       return copies[copy].describe();
     }
-  }
-
-  /** The process-wide pool of {@link #HedgedWriter(HedgePolicy)}, made on first use. */
-  private static final class SharedPool {
-    private static final AtomicInteger THREADS = new AtomicInteger();
-    static final ExecutorService EXECUTOR =
-        Executors.newCachedThreadPool(
-            task -> {
-              Thread thread =
-                  new Thread(task, "streamstate-hedged-write-" + THREADS.incrementAndGet());
-              thread.setDaemon(true); // never keeps a JVM alive
-              return thread;
-            });
   }
 }

@@ -3,6 +3,7 @@ package io.streamstate.spark.reliability;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.segment.SegmentCatalog;
 import io.streamstate.core.storage.LocalStorage;
 import java.nio.file.Files;
@@ -148,7 +149,7 @@ class DriverKillIT {
       }
     }
     LocalStorage storage = new LocalStorage(stateDir);
-    SegmentCatalog catalog = SegmentCatalog.of(storage);
+    SegmentCatalog catalog = SegmentCatalog.of(ProcessResources.shared(), storage);
     for (var f : catalog.list().getOrDefault(version, List.of())) {
       for (var e : catalog.index(f.name().name()).entries()) {
         if (e.storePrefix().equals(storePrefix)) {

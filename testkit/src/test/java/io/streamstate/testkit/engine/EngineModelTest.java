@@ -2,6 +2,7 @@ package io.streamstate.testkit.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.engine.CloseableIterator;
 import io.streamstate.core.engine.KeyValue;
@@ -128,8 +129,12 @@ class EngineModelTest {
                       .floor(Duration.ZERO)
                       .initialDeadline(Duration.ZERO)
                       .budgetFraction(1)
-                      .build());
-      this.groupCommitter = seed % 4 >= 2 ? new GroupCommitter(storage, hedger, 0) : null;
+                      .build(),
+                  ProcessResources.shared());
+      this.groupCommitter =
+          seed % 4 >= 2
+              ? new GroupCommitter(ProcessResources.shared(), storage, hedger, 0, 0, null)
+              : null;
     }
 
     void execute() {
@@ -360,7 +365,10 @@ class EngineModelTest {
         op = "maintenance";
         store.maintain();
         if (groupCommitter != null) {
-          counts.merge("(segments swept)", SegmentSweep.of(storage).sweep(options), Integer::sum);
+          counts.merge(
+              "(segments swept)",
+              SegmentSweep.of(ProcessResources.shared(), storage).sweep(options),
+              Integer::sum);
         }
       } else if (r < 950) {
         op = "create family";

@@ -5,6 +5,7 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
@@ -62,7 +63,9 @@ class GroupCommitTest {
   }
 
   private List<VersionedStore> openAll(Storage storage, StoreOptions options, long maxWaitMillis) {
-    GroupCommitter committer = new GroupCommitter(storage, null, maxWaitMillis);
+    GroupCommitter committer =
+        new GroupCommitter(
+            ProcessResources.shared(), storage, null, maxWaitMillis, maxWaitMillis, null);
     List<VersionedStore> stores = new ArrayList<>();
     for (int i = 0; i < STORES; i++) {
       stores.add(open(storage, i, options, committer));
@@ -176,7 +179,8 @@ class GroupCommitTest {
   @Test
   void aTransactionBegunWellAfterTheSegmentsMembersIsNotWaitedFor() throws Exception {
     InMemoryStorage durable = new InMemoryStorage();
-    GroupCommitter committer = new GroupCommitter(durable, null, FOREVER, 50);
+    GroupCommitter committer =
+        new GroupCommitter(ProcessResources.shared(), durable, null, FOREVER, 50, null);
     List<VersionedStore> stores = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
       stores.add(open(durable, i, StoreOptions.defaults(), committer));
@@ -250,7 +254,8 @@ class GroupCommitTest {
   void aTornSegmentIsSkippedAndItsVersionIsReportedMissingNotLoadedHalfway() throws Exception {
     InMemoryStorage durable = new InMemoryStorage();
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 7).build();
-    GroupCommitter committer = new GroupCommitter(storage, null, FOREVER);
+    GroupCommitter committer =
+        new GroupCommitter(ProcessResources.shared(), storage, null, FOREVER, FOREVER, null);
     try (VersionedStore store = open(storage, 0, StoreOptions.defaults(), committer)) {
       try (StateTransaction tx = store.begin(0)) {
         writeVersion(tx, 1);
@@ -306,7 +311,7 @@ class GroupCommitTest {
     List<VersionedStore> stores = openAll(durable, options, FOREVER);
     int versions = 12;
     try {
-      SegmentSweep sweep = SegmentSweep.of(durable);
+      SegmentSweep sweep = SegmentSweep.of(ProcessResources.shared(), durable);
       for (long v = 1; v <= versions; v++) {
         commitTogether(stores, v);
         // Maintenance (snapshots every 2 versions, retention) of all but the last store.

@@ -2,6 +2,7 @@ package io.streamstate.testkit.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
@@ -18,7 +19,8 @@ class ProcessMemoryUsageTest {
 
   @Test
   void memtablesOfAnOpenStoreAreCountedAndAClosedStoreLeavesTheCount() {
-    long instancesBefore = RocksDbMemoryBudget.processUsage().get("openInstances");
+    long instancesBefore =
+        RocksDbMemoryBudget.processUsage(ProcessResources.shared()).get("openInstances");
     Map<String, Long> open;
     try (VersionedStore store =
         VersionedStore.builder("mem", new InMemoryStorage())
@@ -33,13 +35,13 @@ class ProcessMemoryUsageTest {
         }
         tx.commit();
       }
-      open = RocksDbMemoryBudget.processUsage();
+      open = RocksDbMemoryBudget.processUsage(ProcessResources.shared());
       assertThat(open.get("openInstances")).isEqualTo(instancesBefore + 1);
       // 20,000 rows of 100+ bytes sit in the memtable (far below the write buffer size).
       assertThat(open.get("memtableBytes")).isGreaterThan(2_000_000L);
       assertThat(open).containsKeys("tableReaderBytes");
     }
-    Map<String, Long> closed = RocksDbMemoryBudget.processUsage();
+    Map<String, Long> closed = RocksDbMemoryBudget.processUsage(ProcessResources.shared());
     assertThat(closed.get("openInstances")).isEqualTo(instancesBefore);
     assertThat(closed.get("memtableBytes")).isLessThan(open.get("memtableBytes"));
   }

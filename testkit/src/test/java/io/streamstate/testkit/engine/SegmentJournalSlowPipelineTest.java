@@ -2,6 +2,7 @@ package io.streamstate.testkit.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.segment.GroupCommitter;
@@ -72,7 +73,12 @@ class SegmentJournalSlowPipelineTest {
     SlowPipelines storage = new SlowPipelines(faulty);
     GroupCommitter committer =
         new GroupCommitter(
-            storage, hedgerAfterOneSecond(), FOREVER, FOREVER, SegmentJournalSettings.defaults());
+            ProcessResources.shared(),
+            storage,
+            hedgerAfterOneSecond(),
+            FOREVER,
+            FOREVER,
+            SegmentJournalSettings.defaults());
     List<VersionedStore> stores = group.openAll(storage, StoreOptions.defaults(), committer);
     Stall stall = null;
     try {
@@ -108,7 +114,12 @@ class SegmentJournalSlowPipelineTest {
     SlowPipelines storage = new SlowPipelines(faulty);
     GroupCommitter committer =
         new GroupCommitter(
-            storage, hedgerAfterOneSecond(), FOREVER, FOREVER, SegmentJournalSettings.defaults());
+            ProcessResources.shared(),
+            storage,
+            hedgerAfterOneSecond(),
+            FOREVER,
+            FOREVER,
+            SegmentJournalSettings.defaults());
     StoreGroup four = new StoreGroup(tmp, pool, 4);
     List<VersionedStore> stores = four.openAll(storage, StoreOptions.defaults(), committer);
     List<VersionedStore> early = stores.subList(0, 2);
@@ -150,7 +161,13 @@ class SegmentJournalSlowPipelineTest {
     InMemoryStorage durable = new InMemoryStorage();
     SlowPipelines storage = new SlowPipelines(FaultInjectingStorage.builder(durable, 6).build());
     GroupCommitter committer =
-        new GroupCommitter(storage, null, FOREVER, FOREVER, SegmentJournalSettings.defaults());
+        new GroupCommitter(
+            ProcessResources.shared(),
+            storage,
+            null,
+            FOREVER,
+            FOREVER,
+            SegmentJournalSettings.defaults());
     List<VersionedStore> stores = group.openAll(storage, StoreOptions.defaults(), committer);
     try {
       group.commitTogether(stores, 1);
@@ -176,7 +193,13 @@ class SegmentJournalSlowPipelineTest {
     InMemoryStorage durable = new InMemoryStorage();
     SlowPipelines storage = new SlowPipelines(FaultInjectingStorage.builder(durable, 7).build());
     GroupCommitter committer =
-        new GroupCommitter(storage, null, FOREVER, FOREVER, SegmentJournalSettings.defaults());
+        new GroupCommitter(
+            ProcessResources.shared(),
+            storage,
+            null,
+            FOREVER,
+            FOREVER,
+            SegmentJournalSettings.defaults());
     List<VersionedStore> stores = group.openAll(storage, StoreOptions.defaults(), committer);
     try {
       group.commitTogether(stores, 1);
@@ -218,7 +241,7 @@ class SegmentJournalSlowPipelineTest {
     Storage fresh = FaultInjectingStorage.builder(durable, 97).build();
     TreeMap<Long, List<String>> byVersion = new TreeMap<>();
     for (Map.Entry<Long, List<SegmentCatalog.SegmentFile>> e :
-        SegmentCatalog.of(fresh).list().entrySet()) {
+        SegmentCatalog.of(ProcessResources.shared(), fresh).list().entrySet()) {
       byVersion.put(e.getKey(), e.getValue().stream().map(f -> f.name().name()).toList());
     }
     return byVersion;

@@ -5,6 +5,7 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
@@ -84,7 +85,8 @@ class SegmentJournalTest {
   }
 
   private static GroupCommitter journaled(Storage storage, HedgedWriter hedger) {
-    return new GroupCommitter(storage, hedger, FOREVER, FOREVER, JOURNAL);
+    return new GroupCommitter(
+        ProcessResources.shared(), storage, hedger, FOREVER, FOREVER, JOURNAL);
   }
 
   private void commitTogether(List<VersionedStore> stores, long v) throws Exception {
@@ -113,7 +115,7 @@ class SegmentJournalTest {
     Storage fresh = FaultInjectingStorage.builder(durable, 97).build();
     TreeMap<Long, List<String>> byVersion = new TreeMap<>();
     for (Map.Entry<Long, List<SegmentCatalog.SegmentFile>> e :
-        SegmentCatalog.of(fresh).list().entrySet()) {
+        SegmentCatalog.of(ProcessResources.shared(), fresh).list().entrySet()) {
       byVersion.put(e.getKey(), e.getValue().stream().map(f -> f.name().name()).toList());
     }
     return byVersion;
@@ -358,7 +360,12 @@ class SegmentJournalTest {
     InMemoryStorage durable = new InMemoryStorage();
     GroupCommitter committer =
         new GroupCommitter(
-            durable, null, FOREVER, FOREVER, new SegmentJournalSettings(4096, FOREVER, 60_000));
+            ProcessResources.shared(),
+            durable,
+            null,
+            FOREVER,
+            FOREVER,
+            new SegmentJournalSettings(4096, FOREVER, 60_000));
     List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), committer);
     try {
       for (long v = 1; v <= 6; v++) {
@@ -418,6 +425,7 @@ class SegmentJournalTest {
     long rollMillis = 200;
     GroupCommitter committer =
         new GroupCommitter(
+            ProcessResources.shared(),
             durable,
             null,
             FOREVER,
@@ -465,7 +473,7 @@ class SegmentJournalTest {
 
     // Swept by another process (whose writer holds none of these journals open).
     Storage sweeper = FaultInjectingStorage.builder(durable, 95).build();
-    SegmentSweep.of(sweeper).sweep(options);
+    SegmentSweep.of(ProcessResources.shared(), sweeper).sweep(options);
 
     assertThat(journals(durable)).containsExactlyInAnyOrderElementsOf(needed);
     for (long v = versions - options.minVersionsToRetain() + 1; v <= versions; v++) {

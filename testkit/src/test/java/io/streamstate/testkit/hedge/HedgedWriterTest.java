@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -571,7 +572,7 @@ class HedgedWriterTest {
   @Test
   void sharedPoolServesWritersBuiltWithoutAnExecutor() {
     Stall primary = stall(PRIMARY);
-    HedgedWriter writer = new HedgedWriter(hedgeAtOnce());
+    HedgedWriter writer = new HedgedWriter(hedgeAtOnce(), ProcessResources.shared());
 
     HedgedPublish result = writer.publish(storage, PRIMARY, ALTERNATE, content);
     primary.release();

@@ -1,5 +1,6 @@
 package io.streamstate.core.engine.commit;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.FileAlreadyExistsException;
@@ -33,11 +34,16 @@ public final class AsyncChangelogPublisher implements CommitPublisher {
   private static final long FLUSH_MILLIS = 30_000;
 
   /**
-   * Async stores of this process by durable location, so that a new instance of a store (a
-   * restarted query, a partition moved back) first lets an older instance's pending uploads land
-   * instead of resuming from an older version while they are still on their way.
+   * Async stores of a process by durable location (a component of its {@link ProcessResources}), so
+   * that a new instance of a store (a restarted query, a partition moved back) first lets an older
+   * instance's pending uploads land instead of resuming from an older version while they are still
+   * on their way.
    */
-  private static final ConcurrentMap<String, AsyncUploads> BY_LOCATION = new ConcurrentHashMap<>();
+  private static final class ByLocation {
+    final ConcurrentMap<String, AsyncUploads> uploads = new ConcurrentHashMap<>();
+  }
+
+  private final ConcurrentMap<String, AsyncUploads> byLocation;
 
   private final String storeName;
   private final Storage storage;
@@ -50,8 +56,10 @@ public final class AsyncChangelogPublisher implements CommitPublisher {
   /**
    * @param maxLag the most versions not yet durable ({@code asyncMaxLagVersions})
    * @param counter counts what each background upload wrote (the store's metrics)
+   * @param resources the process's: its pool runs the uploads, its registry finds other instances
    */
   public AsyncChangelogPublisher(
+      ProcessResources resources,
       String storeName,
       Storage storage,
       StoreLayout layout,
@@ -64,13 +72,15 @@ public final class AsyncChangelogPublisher implements CommitPublisher {
     this.changelogs = changelogs;
     this.counter = counter;
     this.location = FramedFile.location(storage, layout.prefix());
-    this.uploads = new AsyncUploads(storeName, maxLag, this::upload);
+    this.byLocation = resources.component(ByLocation.class, ByLocation::new).uploads;
+    this.uploads =
+        new AsyncUploads(storeName, maxLag, this::upload, resources.cachedPool("async-upload"));
   }
 
   /** a1: queues the upload (waiting while the lag is at its maximum). */
   @Override
   public PublishedCommit publish(EncodedCommit commit) {
-    BY_LOCATION.put(location, uploads);
+    byLocation.put(location, uploads);
     uploads.submit(commit);
     return PublishedCommit.queued(commit.framedLength());
   }
@@ -86,7 +96,7 @@ public final class AsyncChangelogPublisher implements CommitPublisher {
    * waited (the load then looks again).
    */
   public boolean awaitOtherInstance() {
-    AsyncUploads older = BY_LOCATION.get(location);
+    AsyncUploads older = byLocation.get(location);
     if (older == null || older == uploads || older.pending() == 0) {
       return false;
     }
@@ -98,7 +108,7 @@ public final class AsyncChangelogPublisher implements CommitPublisher {
   @Override
   public void close() {
     List<Long> lost = uploads.close(FLUSH_MILLIS);
-    BY_LOCATION.remove(location, uploads);
+    byLocation.remove(location, uploads);
     if (!lost.isEmpty()) {
       LOG.warn(
           "Store {}: closing with versions {} committed but not uploaded (async durability);"

@@ -4,8 +4,7 @@ import io.streamstate.core.error.StreamStateException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,15 +16,6 @@ import org.slf4j.LoggerFactory;
 final class AsyncUploads {
   private static final Logger LOG = LoggerFactory.getLogger(AsyncUploads.class);
 
-  /** Shared by every async store of the process; uploads block on storage, so a cached pool. */
-  private static final ExecutorService POOL =
-      Executors.newCachedThreadPool(
-          r -> {
-            Thread t = new Thread(r, "streamstate-async-upload");
-            t.setDaemon(true);
-            return t;
-          });
-
   private static final long MAX_BACKOFF_MILLIS = 5_000;
 
   /** Publishes one committed version's changelog durably; throws if it did not. */
@@ -36,19 +26,25 @@ final class AsyncUploads {
   private final String storeName;
   private final int maxLag;
   private final Publisher publisher;
+  private final Executor pool;
   private final ArrayDeque<EncodedCommit> queue = new ArrayDeque<>();
   private boolean draining;
   private boolean closing;
   private StreamStateException lastFailure;
   private long durableVersion = -1;
 
-  AsyncUploads(String storeName, int maxLag, Publisher publisher) {
+  /**
+   * @param pool runs the uploads: shared by every async store of the process; uploads block on
+   *     storage, so a cached pool
+   */
+  AsyncUploads(String storeName, int maxLag, Publisher publisher, Executor pool) {
     if (maxLag < 1) {
       throw new IllegalArgumentException("async max lag must be >= 1: " + maxLag);
     }
     this.storeName = storeName;
     this.maxLag = maxLag;
     this.publisher = publisher;
+    this.pool = pool;
   }
 
   /** Queues an upload; blocks while {@code maxLag} uploads are pending. */
@@ -65,7 +61,7 @@ final class AsyncUploads {
     queue.add(pending);
     if (!draining) {
       draining = true;
-      POOL.execute(this::drain);
+      pool.execute(this::drain);
     }
   }
 

@@ -59,57 +59,12 @@ public final class LocalDb implements AutoCloseable {
 
   private boolean closed;
 
-  /**
-   * Every open instance. Spark never closes state store providers when a session stops, so
-   * executors exit with their RocksDB instances open; a flush or compaction still running while the
-   * process's native destructors run then crashes the JVM (SIGSEGV or abort, exit code 134). A
-   * shutdown hook stops their background work first.
-   */
-  private static final Set<LocalDb> OPEN = ConcurrentHashMap.newKeySet();
+  /** The process's open instances, this one among them while it is open. */
+  private final OpenDatabases openDatabases;
 
-  static {
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(LocalDb::stopBackgroundWorkOfOpenInstances, "streamstate-exit"));
-  }
-
-  /**
-   * A RocksDB integer property summed over the column families of every open instance (for
-   * diagnostics: {@link RocksDbMemoryBudget#processUsage()}). Each instance is read under its lock,
-   * so none closes while it is read.
-   */
-  static long sumOverOpenInstances(String property) {
-    long n = 0;
-    for (LocalDb local : OPEN) {
-      synchronized (local) {
-        if (!local.closed) {
-          try {
-            n += local.db.getAggregatedLongProperty(property);
-          } catch (RocksDBException e) {
-            // a property this build does not know: nothing to add
-          }
-        }
-      }
-    }
-    return n;
-  }
-
-  static int openInstances() {
-    return OPEN.size();
-  }
-
-  /** Waits for running flushes and compactions of every open instance and schedules no more. */
-  static void stopBackgroundWorkOfOpenInstances() {
-    for (LocalDb local : OPEN) {
-      synchronized (local) {
-        if (!local.closed) {
-          local.db.cancelAllBackgroundWork(true);
-        }
-      }
-    }
-  }
-
-  private LocalDb(String storeName, Path dir, RocksDbMemoryBudget budget) {
+  private LocalDb(
+      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
+    this.openDatabases = openDatabases;
     this.storeName = storeName;
     this.dir = dir;
     this.dbOptions =
@@ -166,12 +121,27 @@ public final class LocalDb implements AutoCloseable {
     for (int i = 0; i < names.size(); i++) {
       families.put(names.get(i), handles.get(i));
     }
-    OPEN.add(this);
+    openDatabases.add(this);
   }
 
-  /** Opens (or creates) the instance in {@code dir}. */
-  public static LocalDb open(String storeName, Path dir, RocksDbMemoryBudget budget) {
-    return new LocalDb(storeName, dir, budget);
+  /** Opens (or creates) the instance in {@code dir}, one of {@code openDatabases} until closed. */
+  public static LocalDb open(
+      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
+    return new LocalDb(storeName, dir, budget, openDatabases);
+  }
+
+  /** Whether {@link #close} ran; read under this instance's lock. */
+  boolean isClosed() {
+    return closed;
+  }
+
+  long aggregatedLongProperty(String property) throws RocksDBException {
+    return db.getAggregatedLongProperty(property);
+  }
+
+  /** Waits for running flushes and compactions and schedules no more; call under this lock. */
+  void cancelBackgroundWork() {
+    db.cancelAllBackgroundWork(true);
   }
 
   private static List<String> existingFamilies(Path dir) {
@@ -409,7 +379,7 @@ public final class LocalDb implements AutoCloseable {
       return;
     }
     closed = true;
-    OPEN.remove(this);
+    openDatabases.remove(this);
     List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());
     families.clear();
     for (ColumnFamilyHandle h : handles) {

@@ -40,6 +40,7 @@ public final class LocalInstance {
   private final String storeName;
   private final Path dir;
   private final RocksDbMemoryBudget budget;
+  private final OpenDatabases openDatabases;
 
   private LocalDb db;
   private long version = -1;
@@ -62,24 +63,27 @@ public final class LocalInstance {
   /** Written under the store's lock; read without it by the last user of a checkpoint. */
   private volatile boolean closed;
 
-  private LocalInstance(String storeName, Path dir, RocksDbMemoryBudget budget) {
+  private LocalInstance(
+      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
     this.storeName = storeName;
     this.dir = dir;
     this.budget = budget;
+    this.openDatabases = openDatabases;
   }
 
   /**
    * The working state of a store whose local directory is {@code dir}: whatever it holds is
    * deleted, since a local instance is never trusted across store instances.
    */
-  public static LocalInstance create(String storeName, Path dir, RocksDbMemoryBudget budget) {
+  public static LocalInstance create(
+      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
     deleteRecursively(dir);
     try {
       Files.createDirectories(dir);
     } catch (IOException e) {
       throw new StreamStateException("Cannot create local directory " + dir + ": " + e, e);
     }
-    return new LocalInstance(storeName, dir, budget);
+    return new LocalInstance(storeName, dir, budget, openDatabases);
   }
 
   public boolean isOpen() {
@@ -125,7 +129,7 @@ public final class LocalInstance {
   /** Replaces the instance with the empty state, version 0. */
   public void openEmpty() {
     discard();
-    db = LocalDb.open(storeName, newDbDir(), budget);
+    db = LocalDb.open(storeName, newDbDir(), budget, openDatabases);
     confirmedSsts = Map.of();
     version = 0;
     commitId = 0;
@@ -143,7 +147,7 @@ public final class LocalInstance {
    * commitId} of {@code version}, whose SSTs {@code confirmed} are in a published manifest.
    */
   public void openRestored(Path dbDir, long version, long commitId, Map<String, String> confirmed) {
-    db = LocalDb.open(storeName, dbDir, budget);
+    db = LocalDb.open(storeName, dbDir, budget, openDatabases);
     this.version = version;
     this.commitId = commitId;
     this.confirmedSsts = confirmed;

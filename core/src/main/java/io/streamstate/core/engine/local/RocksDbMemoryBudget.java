@@ -1,5 +1,6 @@
 package io.streamstate.core.engine.local;
 
+import io.streamstate.core.ProcessResources;
 import java.util.Map;
 import java.util.TreeMap;
 import org.rocksdb.Cache;
@@ -13,13 +14,11 @@ import org.rocksdb.WriteBufferManager;
  * block cache plus write buffers of all stores together stay near the cap however many store
  * partitions an executor runs.
  *
- * <p>The process-wide instance is {@link #shared(long)}; tests may create private ones.
+ * <p>The process-wide instance is {@link #shared}; tests may create private ones.
  */
 public final class RocksDbMemoryBudget implements AutoCloseable {
   /** Default cap: 256 MiB for the whole process. */
   public static final long DEFAULT_CAP_BYTES = 256L << 20;
-
-  private static RocksDbMemoryBudget shared;
 
   private final long capBytes;
   private final Cache cache;
@@ -42,15 +41,17 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
   }
 
   /**
-   * The process-wide budget. The first caller fixes the cap; later callers asking for another cap
-   * get the existing budget (a process has one budget, whatever each store asks for).
+   * The process's budget. The first caller fixes the cap; later callers asking for another cap get
+   * the existing budget (a process has one budget, whatever each store asks for). Not closed with
+   * its owner: open instances of stores use it until they close.
    */
-  public static synchronized RocksDbMemoryBudget shared(long capBytes) {
-    if (shared == null) {
-      shared = new RocksDbMemoryBudget(capBytes);
-    }
-    return shared;
+  public static RocksDbMemoryBudget shared(ProcessResources resources, long capBytes) {
+    return resources.component(Shared.class, () -> new Shared(new RocksDbMemoryBudget(capBytes)))
+        .budget;
   }
+
+  /** The process's budget as a component of its owner (a holder: the owner must not close it). */
+  private record Shared(RocksDbMemoryBudget budget) {}
 
   public long capBytes() {
     return capBytes;
@@ -85,19 +86,17 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
    * openInstances}. What the process's resident set holds beyond this and the JVM's own memory is
    * allocator overhead or memory RocksDB does not count.
    */
-  public static Map<String, Long> processUsage() {
+  public static Map<String, Long> processUsage(ProcessResources resources) {
     Map<String, Long> m = new TreeMap<>();
-    RocksDbMemoryBudget budget;
-    synchronized (RocksDbMemoryBudget.class) {
-      budget = shared;
+    Shared shared = resources.componentIfPresent(Shared.class);
+    if (shared != null) {
+      m.put("blockCacheBytes", shared.budget.cache.getUsage());
+      m.put("blockCachePinnedBytes", shared.budget.cache.getPinnedUsage());
     }
-    if (budget != null) {
-      m.put("blockCacheBytes", budget.cache.getUsage());
-      m.put("blockCachePinnedBytes", budget.cache.getPinnedUsage());
-    }
-    m.put("memtableBytes", LocalDb.sumOverOpenInstances("rocksdb.size-all-mem-tables"));
-    m.put("tableReaderBytes", LocalDb.sumOverOpenInstances("rocksdb.estimate-table-readers-mem"));
-    m.put("openInstances", (long) LocalDb.openInstances());
+    OpenDatabases open = OpenDatabases.of(resources);
+    m.put("memtableBytes", open.sum("rocksdb.size-all-mem-tables"));
+    m.put("tableReaderBytes", open.sum("rocksdb.estimate-table-readers-mem"));
+    m.put("openInstances", (long) open.count());
     return m;
   }
 

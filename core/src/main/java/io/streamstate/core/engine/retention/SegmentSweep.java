@@ -1,5 +1,6 @@
 package io.streamstate.core.engine.retention;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StoreFiles;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreOptions;
@@ -21,6 +22,7 @@ import java.util.NavigableMap;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.WeakHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,8 +33,8 @@ import org.slf4j.LoggerFactory;
  * in other processes, so per-store retention never deletes them. A segment goes once every member's
  * version is at or below its store's retention base (I12), the base {@link RetentionPlanner}
  * chooses; a journal once every record in it is dead and no writer can still append to it (I13).
- * One per storage root per process, held by the root's {@link SegmentCatalog}; sweeps by several
- * processes are idempotent.
+ * One per storage root per process ({@link #of}), so that every store of the root shares one sweep
+ * schedule; sweeps by several processes are idempotent.
  *
  * @apiNote Internal: public for the engine's packages only.
  */
@@ -50,15 +52,23 @@ public final class SegmentSweep {
   /** Parent ids read from changelog files during one sweep (empty: the file does not verify). */
   private final Map<String, Optional<Long>> parentsRead = new HashMap<>();
 
-  /** Made by the root's catalog; {@link #of} finds it. */
-  public SegmentSweep(Storage storage, SegmentCatalog catalog) {
+  /** The sweeps of a process by storage root (a component of its {@link ProcessResources}). */
+  private static final class ByStorage {
+    final Map<Storage, SegmentSweep> sweeps = new WeakHashMap<>();
+  }
+
+  private SegmentSweep(Storage storage, SegmentCatalog catalog) {
     this.storage = storage;
     this.catalog = catalog;
   }
 
-  /** The sweep of {@code storage} in this process. */
-  public static SegmentSweep of(Storage storage) {
-    return SegmentCatalog.of(storage).sweep();
+  /** The sweep of {@code storage} in {@code resources}'s process. */
+  public static SegmentSweep of(ProcessResources resources, Storage storage) {
+    ByStorage all = resources.component(ByStorage.class, ByStorage::new);
+    synchronized (all) {
+      return all.sweeps.computeIfAbsent(
+          storage, s -> new SegmentSweep(s, SegmentCatalog.of(resources, s)));
+    }
   }
 
   /** Sweeps unless this process swept this root within the last minute; returns files deleted. */

@@ -1,5 +1,6 @@
 package io.streamstate.core.engine.segment;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.CommitIds;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
@@ -61,7 +62,10 @@ public final class GroupCommitter {
   private final Map<Thread, Integer> waiting = new HashMap<>();
   private final Map<Long, Group> forming = new HashMap<>();
 
-  private static final Map<String, GroupCommitter> SHARED = new HashMap<>();
+  /** The shared committers of a process (a component of its {@link ProcessResources}). */
+  private static final class Shared {
+    final Map<String, GroupCommitter> byKey = new HashMap<>();
+  }
 
   private final AtomicLong segmentsWritten = new AtomicLong();
   private final AtomicLong membersWritten = new AtomicLong();
@@ -101,26 +105,16 @@ public final class GroupCommitter {
   }
 
   /**
+   * @param resources the process's: the root's segment catalog, the journal's background threads
    * @param hedger hedges segment writes (null: plain writes)
    * @param maxWaitMillis how long the first member of a segment waits for the others at most
-   */
-  public GroupCommitter(Storage storage, HedgedWriter hedger, long maxWaitMillis) {
-    this(storage, hedger, maxWaitMillis, maxWaitMillis);
-  }
-
-  /**
    * @param waveMillis a segment waits only for transactions announced within this long of its
    *     earliest member's announcement
-   */
-  public GroupCommitter(Storage storage, HedgedWriter hedger, long maxWaitMillis, long waveMillis) {
-    this(storage, hedger, maxWaitMillis, waveMillis, null);
-  }
-
-  /**
    * @param journal how to append segments to a journal where the storage can append ({@link
    *     SupportsAppend}); null, or a storage that cannot: a segment file each
    */
   public GroupCommitter(
+      ProcessResources resources,
       Storage storage,
       HedgedWriter hedger,
       long maxWaitMillis,
@@ -134,24 +128,19 @@ public final class GroupCommitter {
     this.hedger = hedger;
     this.maxWaitNanos = TimeUnit.MILLISECONDS.toNanos(maxWaitMillis);
     this.waveNanos = TimeUnit.MILLISECONDS.toNanos(waveMillis);
-    this.catalog = SegmentCatalog.of(storage);
+    this.catalog = SegmentCatalog.of(resources, storage);
     this.journal =
         journal != null && SegmentJournalWriter.canAppend(storage)
-            ? new SegmentJournalWriter(storage, journal, System::currentTimeMillis)
+            ? new SegmentJournalWriter(resources, storage, journal, System::currentTimeMillis)
             : null;
   }
 
   /**
-   * The committer of {@code storage} in this process for this hedger and wait (normally one per
-   * storage root): stores group only with stores that share it.
+   * The committer of {@code storage} in {@code resources}'s process for this hedger, wait and
+   * journal (normally one per storage root): stores group only with stores that share it.
    */
   public static GroupCommitter shared(
-      Storage storage, HedgedWriter hedger, long maxWaitMillis, long waveMillis) {
-    return shared(storage, hedger, maxWaitMillis, waveMillis, null);
-  }
-
-  /** As {@link #shared(Storage, HedgedWriter, long, long)}, appending to a journal if given. */
-  public static GroupCommitter shared(
+      ProcessResources resources,
       Storage storage,
       HedgedWriter hedger,
       long maxWaitMillis,
@@ -167,11 +156,13 @@ public final class GroupCommitter {
             + waveMillis
             + "/"
             + journal;
-    synchronized (SHARED) {
-      GroupCommitter existing = SHARED.get(key);
+    Shared shared = resources.component(Shared.class, Shared::new);
+    synchronized (shared) {
+      GroupCommitter existing = shared.byKey.get(key);
       if (existing == null || existing.storage != storage || existing.hedger != hedger) {
-        existing = new GroupCommitter(storage, hedger, maxWaitMillis, waveMillis, journal);
-        SHARED.put(key, existing);
+        existing =
+            new GroupCommitter(resources, storage, hedger, maxWaitMillis, waveMillis, journal);
+        shared.byKey.put(key, existing);
       }
       return existing;
     }
@@ -201,11 +192,12 @@ public final class GroupCommitter {
     return membersWritten.get();
   }
 
-  /** {segments, members} summed over the shared committers of this process. */
-  public static long[] sharedTotals() {
-    synchronized (SHARED) {
+  /** {segments, members} summed over the shared committers of {@code resources}'s process. */
+  public static long[] sharedTotals(ProcessResources resources) {
+    Shared shared = resources.component(Shared.class, Shared::new);
+    synchronized (shared) {
       long[] totals = new long[2];
-      for (GroupCommitter c : SHARED.values()) {
+      for (GroupCommitter c : shared.byKey.values()) {
         totals[0] += c.segmentsWritten();
         totals[1] += c.membersWritten();
       }

@@ -1,7 +1,7 @@
 package io.streamstate.core.engine.segment;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StoreLayout;
-import io.streamstate.core.engine.retention.SegmentSweep;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;
@@ -14,7 +14,6 @@ import io.streamstate.core.storage.Storage;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -27,9 +26,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The segments of one storage root, as this process knows them: their names, their indexes (cached
- * for good: segments are immutable) and recently read members. One per {@link Storage} per process.
- * It also holds the root's {@link SegmentSweep} (which deletes the segments no store needs any
- * more; its logic is retention's), so that every store of the root shares one sweep schedule.
+ * for good: segments are immutable) and recently read members. One per {@link Storage} per process
+ * ({@link #of}). Retention's segment sweep reads it to decide which segments no store needs.
  *
  * <pre>
  * _segments/&lt;version&gt;-&lt;segment id&gt;.segment     one group commit of several stores
@@ -52,8 +50,10 @@ public final class SegmentCatalog {
   /** Decoded segments kept for loads that restore several stores from the same segments. */
   private static final long MAX_CACHED_SEGMENT_BYTES = 128L << 20;
 
-  private static final Map<Storage, SegmentCatalog> BY_STORAGE =
-      Collections.synchronizedMap(new WeakHashMap<>());
+  /** The catalogs of a process by storage root (a component of its {@link ProcessResources}). */
+  private static final class ByStorage {
+    final Map<Storage, SegmentCatalog> catalogs = new WeakHashMap<>();
+  }
 
   /** A segment file name, parsed. */
   public record SegmentName(String name, long version, long segmentId, boolean hedge) {}
@@ -70,18 +70,17 @@ public final class SegmentCatalog {
   private final Map<String, Segment.Index> indexes = new ConcurrentHashMap<>();
   private final LinkedHashMap<String, Decoded> decoded = new LinkedHashMap<>(16, 0.75f, true);
   private long decodedBytes;
-  private final SegmentSweep sweep;
 
   private SegmentCatalog(Storage storage) {
     this.storage = storage;
     this.journals = new SegmentJournalReader(storage);
-    this.sweep = new SegmentSweep(storage, this);
   }
 
-  /** The catalog of {@code storage} in this process. */
-  public static SegmentCatalog of(Storage storage) {
-    synchronized (BY_STORAGE) {
-      return BY_STORAGE.computeIfAbsent(storage, SegmentCatalog::new);
+  /** The catalog of {@code storage} in {@code resources}'s process. */
+  public static SegmentCatalog of(ProcessResources resources, Storage storage) {
+    ByStorage all = resources.component(ByStorage.class, ByStorage::new);
+    synchronized (all) {
+      return all.catalogs.computeIfAbsent(storage, SegmentCatalog::new);
     }
   }
 
@@ -312,13 +311,6 @@ public final class SegmentCatalog {
 
   // ---------------------------------------------------------------------------------------------
   // What the sweep (engine.retention.SegmentSweep) asks of the catalog
-
-  /**
-   * The sweep of this storage root in this process: its schedule is shared by the root's stores.
-   */
-  public SegmentSweep sweep() {
-    return sweep;
-  }
 
   /** Whether {@code name} names a record in a segment journal rather than a segment file. */
   public static boolean isJournalRecord(String name) {

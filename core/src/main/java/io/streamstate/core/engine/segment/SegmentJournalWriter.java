@@ -1,5 +1,6 @@
 package io.streamstate.core.engine.segment;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.CommitIds;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.UnsupportedException;
@@ -12,9 +13,7 @@ import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -50,19 +49,11 @@ import org.slf4j.LoggerFactory;
 final class SegmentJournalWriter {
   private static final Logger LOG = LoggerFactory.getLogger(SegmentJournalWriter.class);
 
-  private static final AtomicInteger THREADS = new AtomicInteger();
-
-  /** Creates and closes journals off the commit path (daemon threads, never keep a JVM alive). */
-  private static final ExecutorService BACKGROUND =
-      Executors.newCachedThreadPool(
-          task -> {
-            Thread t = new Thread(task, "streamstate-journal-" + THREADS.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          });
-
   private final Storage storage;
   private final SupportsAppend appender;
+
+  /** Creates and closes journals off the commit path (the process's daemon threads). */
+  private final Executor background;
 
   /** The storage, if it takes reports of late writes; else null. */
   private final SupportsLateWriteReports reports;
@@ -109,7 +100,11 @@ final class SegmentJournalWriter {
     }
   }
 
-  SegmentJournalWriter(Storage storage, SegmentJournalSettings settings, LongSupplier clock) {
+  SegmentJournalWriter(
+      ProcessResources resources,
+      Storage storage,
+      SegmentJournalSettings settings,
+      LongSupplier clock) {
     if (!canAppend(storage)) {
       throw new IllegalArgumentException(storage.describe() + " cannot append");
     }
@@ -117,7 +112,8 @@ final class SegmentJournalWriter {
     this.appender = (SupportsAppend) storage;
     this.reports = storage instanceof SupportsLateWriteReports r ? r : null;
     this.settings = settings;
-    this.catalog = SegmentCatalog.of(storage);
+    this.catalog = SegmentCatalog.of(resources, storage);
+    this.background = resources.cachedPool("journal");
     this.clock = clock;
     synchronized (lock) {
       standby = startCreate(); // the first journal, before the first commit needs it
@@ -270,7 +266,7 @@ final class SegmentJournalWriter {
   }
 
   private CompletableFuture<Journal> startCreate() {
-    return CompletableFuture.supplyAsync(this::create, BACKGROUND);
+    return CompletableFuture.supplyAsync(this::create, background);
   }
 
   private Journal create() {
@@ -348,7 +344,7 @@ final class SegmentJournalWriter {
   }
 
   private void closeLater(Journal j) {
-    BACKGROUND.execute(
+    background.execute(
         () -> {
           j.file.close();
           catalog.journalClosed(j.file.name());
@@ -392,7 +388,7 @@ final class SegmentJournalWriter {
         if (reports != null) {
           reports.reportLateWrite(j.file.name());
         }
-        BACKGROUND.execute(() -> moveAwayFrom(j));
+        background.execute(() -> moveAwayFrom(j));
       } else {
         fallback.hedgeStarted(); // no journal yet, or the fallback file is being written
       }

@@ -1,5 +1,6 @@
 package io.streamstate.core.engine.snapshot;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.CommitIds;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreMetrics;
@@ -30,10 +31,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Executor;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -62,7 +59,7 @@ import org.slf4j.LoggerFactory;
  *
  * Without a hedger, or with hedging disabled, each file is one plain create in the calling thread.
  *
- * <p>Owns the process's one pool for background snapshot uploads ({@link #background()}).
+ * <p>Names the process's one pool for background snapshot uploads ({@link #background}).
  *
  * @apiNote Internal: public for the engine's packages only.
  */
@@ -102,8 +99,8 @@ public final class SnapshotUploader {
    * at most one upload queued or running, so the queue is bounded by the number of stores. A task
    * that waits on a stalled create holds one thread until a hedge wins or the create ends.
    */
-  public static Executor background() {
-    return BackgroundPool.EXECUTOR;
+  public static Executor background(ProcessResources resources) {
+    return resources.boundedPool("snapshot-upload", BACKGROUND_THREADS);
   }
 
   /**
@@ -434,29 +431,5 @@ public final class SnapshotUploader {
       }
     }
     return HexFormat.of().formatHex(digest.digest());
-  }
-
-  /** The process-wide pool of {@link #background()}, made on first use. */
-  private static final class BackgroundPool {
-    private static final AtomicInteger THREADS = new AtomicInteger();
-    static final ThreadPoolExecutor EXECUTOR = newPool();
-
-    private static ThreadPoolExecutor newPool() {
-      ThreadPoolExecutor pool =
-          new ThreadPoolExecutor(
-              BACKGROUND_THREADS,
-              BACKGROUND_THREADS,
-              60,
-              TimeUnit.SECONDS,
-              new LinkedBlockingQueue<>(),
-              task -> {
-                Thread thread =
-                    new Thread(task, "streamstate-snapshot-upload-" + THREADS.incrementAndGet());
-                thread.setDaemon(true); // never keeps a JVM alive
-                return thread;
-              });
-      pool.allowCoreThreadTimeOut(true);
-      return pool;
-    }
   }
 }

@@ -3,6 +3,7 @@ package io.streamstate.core.engine.commit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.format.FileKind;
@@ -13,11 +14,19 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The commit publishers on a local storage: what each writes, and what it reports it wrote. */
 class CommitPublishersTest {
+  private final ProcessResources resources = new ProcessResources("test");
+
+  @AfterEach
+  void closeResources() {
+    resources.close();
+  }
+
   private static final StoreLayout LAYOUT = new StoreLayout("s/");
 
   @TempDir Path tmp;
@@ -60,6 +69,7 @@ class CommitPublishersTest {
     List<PublishedCommit> counted = new CopyOnWriteArrayList<>();
     AsyncChangelogPublisher publisher =
         new AsyncChangelogPublisher(
+            resources,
             "s",
             storage,
             LAYOUT,

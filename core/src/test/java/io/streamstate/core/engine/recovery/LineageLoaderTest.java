@@ -3,6 +3,7 @@ package io.streamstate.core.engine.recovery;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.StoreOptions;
@@ -10,6 +11,7 @@ import io.streamstate.core.engine.commit.ChangelogPublisher;
 import io.streamstate.core.engine.commit.EncodedCommit;
 import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.local.OpenDatabases;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.segment.SegmentCatalog;
 import io.streamstate.core.engine.snapshot.SnapshotHistory;
@@ -28,6 +30,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The lineage walk of a load (l2-l5) on changelogs written by hand to a local storage. */
 class LineageLoaderTest {
+  private final ProcessResources resources = new ProcessResources("test");
+
+  @AfterEach
+  void closeResources() {
+    resources.close();
+  }
+
   private static final StoreLayout LAYOUT = new StoreLayout("s/");
   private static final byte[] KEY = "k".getBytes(StandardCharsets.UTF_8);
   private static final RocksDbMemoryBudget BUDGET = new RocksDbMemoryBudget(16L << 20);
@@ -44,7 +53,7 @@ class LineageLoaderTest {
   void setUp() {
     storage = new LocalStorage(tmp.resolve("durable"));
     changelogs = new ChangelogPublisher("s", storage, LAYOUT, null);
-    local = LocalInstance.create("s", tmp.resolve("local"), BUDGET);
+    local = LocalInstance.create("s", tmp.resolve("local"), BUDGET, OpenDatabases.of(resources));
     metrics = new StoreMetrics();
     loader =
         new LineageLoader(
@@ -52,7 +61,7 @@ class LineageLoaderTest {
             storage,
             LAYOUT,
             StoreOptions.defaults(),
-            SegmentCatalog.of(storage),
+            SegmentCatalog.of(resources, storage),
             local,
             new SnapshotRestorer(storage, new SnapshotHistory()),
             changelogs,
