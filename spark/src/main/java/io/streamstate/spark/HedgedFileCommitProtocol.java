@@ -82,6 +82,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
   /** The constructor {@code FileCommitProtocol.instantiate} calls. */
   public HedgedFileCommitProtocol(String jobId, String path) {
     super(jobId, path);
+    SparkLine.checkRunningSpark();
     this.outputPath = path;
   }
 

@@ -194,6 +194,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
    *     accepted
    */
   public RenameFreeCheckpointFileManager(Path path, Configuration hadoopConf) {
+    SparkLine.checkRunningSpark();
     this.delegate = new FileSystemBasedCheckpointFileManager(path, hadoopConf);
     this.fs = delegate.fs();
     this.checkpointPath = path;

@@ -148,6 +148,7 @@ public class StreamStateProvider implements StateStoreProvider {
       Configuration hadoopConf,
       boolean useMultipleValuesPerKey,
       Option<StateSchemaProvider> stateSchemaProvider) {
+    SparkLine.checkRunningSpark();
     if (storeConfs.enableStateStoreCheckpointIds()) {
       throw checkpointIdsUnsupported(stateStoreId);
     }

@@ -1,0 +1,117 @@
+package io.streamstate.spark;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.Properties;
+
+/**
+ * The Spark line (major.minor) this jar was built for, checked against the running Spark by every
+ * entry point Spark instantiates (the provider's {@code init}, the checkpoint file manager, the
+ * commit protocol). A jar of another line fails later with a linkage error deep inside a task; this
+ * fails at once with one message naming both versions and the artifact to use instead.
+ */
+public final class SparkLine {
+  private static final String RESOURCE = "spark-line.properties";
+
+  /** The Spark version the build compiled against, e.g. {@code 4.2.0}. */
+  public static final String BUILT_FOR;
+
+  /** The Scala binary version the build compiled against, e.g. {@code 2.13}. */
+  public static final String BUILT_FOR_SCALA;
+
+  static {
+    Properties p = new Properties();
+    try (InputStream in = SparkLine.class.getResourceAsStream(RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException(
+            "streamstate: " + RESOURCE + " is missing from the jar; the jar is damaged");
+      }
+      p.load(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException("streamstate: cannot read " + RESOURCE, e);
+    }
+    BUILT_FOR = p.getProperty("spark.version");
+    BUILT_FOR_SCALA = p.getProperty("scala.binary.version");
+  }
+
+  private SparkLine() {}
+
+  /**
+   * Fails if the running Spark is of another line than the one this jar was built for.
+   *
+   * @throws IllegalStateException naming both versions and the artifact to use
+   */
+  public static void checkRunningSpark() {
+    String problem = mismatch(runningSparkVersion(), runningScalaVersion(), BUILT_FOR);
+    if (problem != null) {
+      throw new IllegalStateException(problem);
+    }
+  }
+
+  /**
+   * Why a jar built for {@code builtFor} cannot run on Spark {@code running} with Scala {@code
+   * runningScala}, or null if it can (same major.minor line).
+   */
+  static String mismatch(String running, String runningScala, String builtFor) {
+    String runningLine = line(running);
+    String builtLine = line(builtFor);
+    if (runningLine.equals(builtLine)) {
+      return null;
+    }
+    return "streamstate: this jar ("
+        + artifact(builtLine, BUILT_FOR_SCALA)
+        + ") was built for Spark "
+        + builtFor
+        + " (line "
+        + builtLine
+        + "), but the running Spark is "
+        + running
+        + " (line "
+        + runningLine
+        + "). Use io.streamstate:"
+        + artifact(runningLine, scalaBinary(runningScala))
+        + " instead.";
+  }
+
+  /** The artifact name of a line and Scala binary version (docs/spark-lines.md). */
+  static String artifact(String line, String scalaBinary) {
+    return "streamstate-spark-runtime-" + line + "_" + scalaBinary;
+  }
+
+  /** {@code 4.2.0} and {@code 4.2.0-SNAPSHOT} are line {@code 4.2}. */
+  static String line(String version) {
+    String[] parts = version.split("[.-]");
+    if (parts.length < 2) {
+      return version;
+    }
+    return parts[0] + "." + parts[1];
+  }
+
+  /** {@code 2.12.18} is {@code 2.12}. */
+  static String scalaBinary(String scalaVersion) {
+    return line(scalaVersion);
+  }
+
+  /** {@code org.apache.spark.SPARK_VERSION}, read without linking to anything line-specific. */
+  static String runningSparkVersion() {
+    try {
+      Class<?> pkg = Class.forName("org.apache.spark.package$");
+      Object module = pkg.getField("MODULE$").get(null);
+      return (String) pkg.getMethod("SPARK_VERSION").invoke(module);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException(
+          "streamstate: cannot read the running Spark's version (org.apache.spark.SPARK_VERSION)",
+          e);
+    }
+  }
+
+  static String runningScalaVersion() {
+    try {
+      Class<?> props = Class.forName("scala.util.Properties");
+      return (String) props.getMethod("versionNumberString").invoke(null);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("streamstate: cannot read the running Scala's version", e);
+    }
+  }
+}
