@@ -5,7 +5,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.rocksdb.Cache;
 import org.rocksdb.LRUCache;
-import org.rocksdb.RocksDB;
 import org.rocksdb.WriteBufferManager;
 
 /**
@@ -24,12 +23,9 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
   private final Cache cache;
   private final WriteBufferManager writeBufferManager;
 
-  static {
-    RocksDB.loadLibrary();
-  }
-
   /** A private budget; the caller closes it after every store using it is closed. */
   public RocksDbMemoryBudget(long capBytes) {
+    RocksDbVersion.check();
     if (capBytes < (8L << 20)) {
       throw new IllegalArgumentException("memory cap must be at least 8 MiB, got " + capBytes);
     }
