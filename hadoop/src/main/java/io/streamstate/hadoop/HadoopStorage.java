@@ -1,5 +1,6 @@
 package io.streamstate.hadoop;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
@@ -129,8 +130,13 @@ public final class HadoopStorage
   public static final String CONDITIONAL_CREATE_CAPABILITY =
       CreateIfAbsent.CONDITIONAL_CREATE_CAPABILITY;
 
-  /** File systems already warned about single-writer mode: warn once per JVM and file system. */
-  private static final Set<String> WARNED_SINGLE_WRITER = ConcurrentHashMap.newKeySet();
+  /**
+   * File systems already warned about single-writer mode: warn once per process and file system (a
+   * component of the process's {@link ProcessResources}).
+   */
+  private static final class SingleWriterWarnings {
+    final Set<String> warned = ConcurrentHashMap.newKeySet();
+  }
 
   private final FileSystem fs;
   private final Path root;
@@ -156,7 +162,11 @@ public final class HadoopStorage
   private final Map<String, DataNodePlacement.TrackedWrite> writing = new ConcurrentHashMap<>();
 
   private HadoopStorage(
-      FileSystem fileSystem, Path root, CreateIfAbsent.Method method, SlowDataNodes slow) {
+      FileSystem fileSystem,
+      Path root,
+      CreateIfAbsent.Method method,
+      ProcessResources resources,
+      SlowDataNodes slow) {
     RawLocalFileSystem local = CreateIfAbsent.rawLocal(fileSystem);
     // On the checksummed LocalFileSystem use its raw file system: our files verify themselves,
     // and .crc side files would show up next to them and could go stale.
@@ -171,22 +181,38 @@ public final class HadoopStorage
             : null;
     this.appendable = CreateIfAbsent.canAppend(this.fs, this.root, method);
     this.placement =
-        slow != null ? DataNodePlacement.of(this.fs, slow) : DataNodePlacement.of(this.fs);
+        slow != null
+            ? DataNodePlacement.of(this.fs, slow, resources)
+            : DataNodePlacement.of(this.fs, resources);
   }
 
   /**
-   * A storage under {@code root} of {@code fs}, if that store gives create-if-absent.
+   * A storage under {@code root} of {@code fs}, if that store gives create-if-absent, sharing this
+   * process's resources ({@link ProcessResources#shared()}): {@link #open(FileSystem, Path,
+   * ProcessResources)}.
    *
    * @throws UnsupportedException the store does not (the message names the setting that accepts
    *     single-writer mode instead)
    */
   public static HadoopStorage open(FileSystem fs, Path root) {
+    return open(fs, root, ProcessResources.shared());
+  }
+
+  /**
+   * A storage under {@code root} of {@code fs}, if that store gives create-if-absent; DataNodes are
+   * tracked by the cluster's tracking that {@code resources} holds.
+   *
+   * @throws UnsupportedException the store does not (the message names the setting that accepts
+   *     single-writer mode instead)
+   */
+  public static HadoopStorage open(FileSystem fs, Path root, ProcessResources resources) {
     Objects.requireNonNull(fs, "fs");
     Objects.requireNonNull(root, "root");
+    Objects.requireNonNull(resources, "resources");
     CreateIfAbsent.Method method =
         CreateIfAbsent.detect(fs, root)
             .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
-    return new HadoopStorage(fs, root, method, null);
+    return new HadoopStorage(fs, root, method, resources, null);
   }
 
   /**
@@ -200,19 +226,34 @@ public final class HadoopStorage
     CreateIfAbsent.Method method =
         CreateIfAbsent.detect(fs, root)
             .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
-    return new HadoopStorage(fs, root, method, slow);
+    return new HadoopStorage(fs, root, method, ProcessResources.shared(), slow);
+  }
+
+  /**
+   * {@link #openAllowingSingleWriter(FileSystem, Path, ProcessResources)} with this process's
+   * resources ({@link ProcessResources#shared()}).
+   */
+  public static HadoopStorage openAllowingSingleWriter(FileSystem fs, Path root) {
+    return openAllowingSingleWriter(fs, root, ProcessResources.shared());
   }
 
   /**
    * A storage under {@code root} of {@code fs} that falls back to single-writer mode ({@code
-   * exists()} then {@code create(overwrite=false)}, logged as a warning once) where the store gives
-   * no create-if-absent. Use only where a single writer is guaranteed by other means.
+   * exists()} then {@code create(overwrite=false)}, logged as a warning once per file system and
+   * {@code resources}) where the store gives no create-if-absent. Use only where a single writer is
+   * guaranteed by other means.
    */
-  public static HadoopStorage openAllowingSingleWriter(FileSystem fs, Path root) {
+  public static HadoopStorage openAllowingSingleWriter(
+      FileSystem fs, Path root, ProcessResources resources) {
     Objects.requireNonNull(fs, "fs");
     Objects.requireNonNull(root, "root");
+    Objects.requireNonNull(resources, "resources");
     Optional<CreateIfAbsent.Method> method = CreateIfAbsent.detect(fs, root);
-    if (method.isEmpty() && WARNED_SINGLE_WRITER.add(fs.getUri().toString())) {
+    if (method.isEmpty()
+        && resources
+            .component(SingleWriterWarnings.class, SingleWriterWarnings::new)
+            .warned
+            .add(fs.getUri().toString())) {
       LOG.warn(
           "{} ({}) does not guarantee create-if-absent; streamstate runs it in single-writer mode"
               + " ({}=true): two concurrent writers of one file (a task retry, a speculative or a"
@@ -221,7 +262,8 @@ public final class HadoopStorage
           fs.getClass().getName(),
           HadoopStorages.SPARK_ALLOW_SINGLE_WRITER);
     }
-    return new HadoopStorage(fs, root, method.orElse(CreateIfAbsent.Method.SINGLE_WRITER), null);
+    return new HadoopStorage(
+        fs, root, method.orElse(CreateIfAbsent.Method.SINGLE_WRITER), resources, null);
   }
 
   /**
