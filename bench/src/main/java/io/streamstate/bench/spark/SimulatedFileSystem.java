@@ -1,6 +1,7 @@
 package io.streamstate.bench.spark;
 
 import io.streamstate.bench.spark.LatencyModel.Op;
+import io.streamstate.core.ProcessResources;
 import io.streamstate.hadoop.SupportsDataNodePipelines;
 import java.io.FileNotFoundException;
 import java.io.FilterOutputStream;
@@ -118,12 +119,23 @@ public final class SimulatedFileSystem extends FileSystem
     OTHER
   }
 
-  /** Streams still open, by local path, as HDFS leases: {@link #recoverLease} fences them. */
-  private static final Map<String, DelayedCloseStream> OPEN_STREAMS = new ConcurrentHashMap<>();
+  /**
+   * What every instance in a process shares, a component of its {@link ProcessResources}: Hadoop
+   * makes this file system by class name, so {@link #initialize} takes the process's owner.
+   */
+  private static final class Shared {
+    /** Streams still open, by local path, as HDFS leases: {@link #recoverLease} fences them. */
+    final Map<String, DelayedCloseStream> openStreams = new ConcurrentHashMap<>();
 
-  /** Counters per authority (profile), shared by every instance of it in the JVM. */
-  private static final Map<String, Counters> COUNTERS = new ConcurrentHashMap<>();
+    /** Counters per authority (profile), shared by every instance of it in the process. */
+    final Map<String, Counters> counters = new ConcurrentHashMap<>();
 
+    static Shared of(ProcessResources resources) {
+      return resources.component(Shared.class, Shared::new);
+    }
+  }
+
+  private Shared shared;
   private URI uri;
   private LatencyModel model;
   private boolean discardState;
@@ -256,9 +268,14 @@ public final class SimulatedFileSystem extends FileSystem
         + kind.substring(1);
   }
 
-  /** The counters of {@code authority} (created empty if nothing used it yet). */
+  /**
+   * The counters of {@code authority} in this process ({@link ProcessResources#shared()}; created
+   * empty if nothing used it yet).
+   */
   public static Counters counters(String authority) {
-    return COUNTERS.computeIfAbsent(authority, a -> new Counters());
+    return Shared.of(ProcessResources.shared())
+        .counters
+        .computeIfAbsent(authority, a -> new Counters());
   }
 
   @Override
@@ -288,7 +305,8 @@ public final class SimulatedFileSystem extends FileSystem
             conf.getDouble("fs.simfs.latencyScale", 1.0),
             conf.getInt("fs.simfs.datanodes", DataNodeCluster.DEFAULT_DATANODES),
             conf.getInt("fs.simfs.replication", DataNodeCluster.DEFAULT_REPLICATION));
-    this.counters = counters(authority);
+    this.shared = Shared.of(ProcessResources.shared());
+    this.counters = shared.counters.computeIfAbsent(authority, a -> new Counters());
     local.initialize(URI.create("file:///"), conf);
   }
 
@@ -491,7 +509,7 @@ public final class SimulatedFileSystem extends FileSystem
     DataNodeCluster cluster = model.cluster();
     int[] pipeline = cluster == null ? null : cluster.pickPipeline(favoredNodes);
     DelayedCloseStream stream = new DelayedCloseStream(out, area, p.toString(), pipeline);
-    OPEN_STREAMS.put(p.toString(), stream);
+    shared.openStreams.put(p.toString(), stream);
     return new FSDataOutputStream(stream, null);
   }
 
@@ -522,7 +540,7 @@ public final class SimulatedFileSystem extends FileSystem
     if (!Files.exists(p)) {
       throw new FileNotFoundException(f.toString());
     }
-    DelayedCloseStream open = OPEN_STREAMS.remove(p.toString());
+    DelayedCloseStream open = shared.openStreams.remove(p.toString());
     if (open != null) {
       open.fence();
     }
@@ -531,7 +549,7 @@ public final class SimulatedFileSystem extends FileSystem
 
   @Override
   public boolean isFileClosed(Path f) {
-    return !OPEN_STREAMS.containsKey(toLocal(f).toString());
+    return !shared.openStreams.containsKey(toLocal(f).toString());
   }
 
   @Override
@@ -696,7 +714,7 @@ public final class SimulatedFileSystem extends FileSystem
         return;
       }
       closed = true;
-      OPEN_STREAMS.remove(localPath, this);
+      shared.openStreams.remove(localPath, this);
       super.close();
       checkLease();
       long pending = bytes - syncedBytes;
