@@ -11,6 +11,7 @@ import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.StreamAppendableFile;
 import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
 import io.streamstate.core.storage.SupportsLateWriteReports;
@@ -33,6 +34,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.fs.BulkDelete;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LeaseRecoverable;
 import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
@@ -423,7 +425,7 @@ public final class HadoopStorage
    */
   public boolean canFence() {
     return method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE
-        || (appendable && fs instanceof org.apache.hadoop.fs.LeaseRecoverable);
+        || (appendable && fs instanceof LeaseRecoverable);
   }
 
   /** How long {@link #fence} waits for lease recovery at most. */
@@ -443,7 +445,7 @@ public final class HadoopStorage
       localCreates.fence(name);
       return;
     }
-    if (!appendable || !(fs instanceof org.apache.hadoop.fs.LeaseRecoverable leases)) {
+    if (!appendable || !(fs instanceof LeaseRecoverable leases)) {
       throw new UnsupportedException(
           describe() + " cannot fence a writer: its file system does not recover leases");
     }
@@ -472,8 +474,7 @@ public final class HadoopStorage
   }
 
   /** An open stream that each append writes to and hsyncs. */
-  private final class HadoopAppendableFile
-      extends io.streamstate.core.storage.StreamAppendableFile {
+  private final class HadoopAppendableFile extends StreamAppendableFile {
     private final FSDataOutputStream out;
     final DataNodePlacement.TrackedWrite tracked;
 

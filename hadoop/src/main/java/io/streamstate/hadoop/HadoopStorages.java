@@ -8,6 +8,7 @@ import io.streamstate.core.storage.Storage;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.file.Paths;
 import java.util.Objects;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -72,7 +73,7 @@ public final class HadoopStorages {
     Objects.requireNonNull(conf, "conf");
     URI location = qualify(root, conf);
     if ("file".equalsIgnoreCase(location.getScheme())) {
-      return new LocalStorage(java.nio.file.Path.of(location.getPath()));
+      return new LocalStorage(Paths.get(location.getPath()));
     }
     FileSystem fs;
     try {

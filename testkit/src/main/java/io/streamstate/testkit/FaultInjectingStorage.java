@@ -3,6 +3,7 @@ package io.streamstate.testkit;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
@@ -351,8 +352,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
   private final Set<Target> scriptedBeforeByName = ConcurrentHashMap.newKeySet();
   private final Set<Target> scriptedAfterByName = ConcurrentHashMap.newKeySet();
   private final Set<String> scriptedTorn = ConcurrentHashMap.newKeySet();
-  private final List<Predicate<String>> scriptedTornMatching =
-      new java.util.concurrent.CopyOnWriteArrayList<>();
+  private final List<Predicate<String>> scriptedTornMatching = new CopyOnWriteArrayList<>();
   private final List<Predicate<String>> scriptedTornAppends = new CopyOnWriteArrayList<>();
   private final List<Stall> stalls = new CopyOnWriteArrayList<>();
   private volatile boolean crashed;
@@ -507,8 +507,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
   @Override
   public AppendableFile createAppendable(String name) {
     if (!appendSupported()) {
-      throw new io.streamstate.core.error.UnsupportedException(
-          delegate.describe() + " cannot append");
+      throw new UnsupportedException(delegate.describe() + " cannot append");
     }
     Plan plan = beforeCall(CallKind.CREATE, name);
     AppendableFile file = ((SupportsAppend) delegate).createAppendable(name);
@@ -524,8 +523,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
   @Override
   public void fence(String name) {
     if (!appendSupported()) {
-      throw new io.streamstate.core.error.UnsupportedException(
-          delegate.describe() + " cannot append");
+      throw new UnsupportedException(delegate.describe() + " cannot append");
     }
     ((SupportsAppend) delegate).fence(name);
   }
@@ -561,7 +559,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
       }
       if (plan.torn() && bytes.length > 0) {
         int kept = (int) (plan.tornFraction() * bytes.length);
-        file.append(java.util.Arrays.copyOf(bytes, kept));
+        file.append(Arrays.copyOf(bytes, kept));
         file.close();
         count(FaultKind.TORN_WRITE);
         throw new OutcomeUnknownException(

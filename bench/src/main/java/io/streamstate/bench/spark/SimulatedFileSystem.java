@@ -18,11 +18,13 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.DoubleAdder;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.CreateFlag;
@@ -79,6 +81,8 @@ import org.apache.hadoop.util.Progressable;
  */
 public final class SimulatedFileSystem extends FileSystem
     implements LeaseRecoverable, SupportsDataNodePipelines {
+  // java.nio.file.Path and java.nio.file.FileAlreadyExistsException stay qualified: Hadoop's Path
+  // and FileAlreadyExistsException, which this file system's API speaks, have the same names.
   public static final String SCHEME = "simfs";
   private static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
   private static final String EXCLUSIVE_CREATE = "streamstate.fs.create.exclusive";
@@ -94,20 +98,18 @@ public final class SimulatedFileSystem extends FileSystem
    * and the segments of group commit, {@code state/_segments} (Spark's own state metadata, such as
    * the schema files, is kept).
    */
-  private static final java.util.regex.Pattern STREAMSTATE_FILES =
-      java.util.regex.Pattern.compile(
+  private static final Pattern STREAMSTATE_FILES =
+      Pattern.compile(
           "/state/(?:\\d+/\\d+/(?:[^/]+/)?(?:changelog|snapshot|sst)|_segments)(?:/|$)");
 
   /** Anything under a checkpoint's {@code state/} directory. */
-  private static final java.util.regex.Pattern STATE_FILES =
-      java.util.regex.Pattern.compile("/state/");
+  private static final Pattern STATE_FILES = Pattern.compile("/state/");
 
   /**
    * Anything under a {@code sink/} directory: the benchmark's file sink output ({@code part-} files
    * and the sink's {@code _spark_metadata} log), next to the checkpoints.
    */
-  private static final java.util.regex.Pattern SINK_FILES =
-      java.util.regex.Pattern.compile("/sink/");
+  private static final Pattern SINK_FILES = Pattern.compile("/sink/");
 
   /** Which part of the storage a request is on, for the split counters. */
   enum Area {
@@ -263,7 +265,7 @@ public final class SimulatedFileSystem extends FileSystem
    */
   static String areaKey(Area area, Op op) {
     String kind = op.counterName();
-    return area.name().toLowerCase(java.util.Locale.ROOT)
+    return area.name().toLowerCase(Locale.ROOT)
         + Character.toUpperCase(kind.charAt(0))
         + kind.substring(1);
   }
