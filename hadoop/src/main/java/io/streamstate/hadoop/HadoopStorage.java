@@ -16,12 +16,8 @@ import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.io.FileNotFoundException;
-import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InterruptedIOException;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -117,6 +113,9 @@ import org.slf4j.LoggerFactory;
  * DataNodes of its pipeline suspect; {@link #isSuspectedSlow} says whether an open appendable
  * file's pipeline holds a suspect. Elsewhere these do nothing.
  *
+ * <p>The steps of a create on a Hadoop store (t0-t2, withdrawal) are {@link HadoopFileCreator}'s;
+ * this class routes each call (local disk, appends, fencing, reads, listing).
+ *
  * <p>{@link #close()} does not close the {@code FileSystem}: Hadoop caches and shares instances.
  * Requires Hadoop 3.4.1+ at run time ({@code createBulkDelete}). Thread-safe.
  */
@@ -154,14 +153,8 @@ public final class HadoopStorage
   /** Whether {@link #createAppendable} works here. */
   private final boolean appendable;
 
-  /** How new files are placed on DataNodes (untracked where there are none). */
-  private final DataNodePlacement placement;
-
-  /**
-   * The creates in flight and the open appendable files, by name, where pipelines are tracked: what
-   * {@link #reportLateWrite} and {@link #isSuspectedSlow} look at.
-   */
-  private final Map<String, DataNodePlacement.TrackedWrite> writing = new ConcurrentHashMap<>();
+  /** Writes new files (all but local ones): create-if-absent, placement, late reports. */
+  private final HadoopFileCreator creates;
 
   private HadoopStorage(
       FileSystem fileSystem,
@@ -182,10 +175,11 @@ public final class HadoopStorage
             ? new LocalStorage(local.pathToFile(this.root).toPath())
             : null;
     this.appendable = CreateIfAbsent.canAppend(this.fs, this.root, method);
-    this.placement =
+    DataNodePlacement placement =
         slow != null
             ? DataNodePlacement.of(this.fs, slow, resources)
             : DataNodePlacement.of(this.fs, resources);
+    this.creates = new HadoopFileCreator(this.fs, this.root, method, placement);
   }
 
   /**
@@ -324,41 +318,7 @@ public final class HadoopStorage
       localCreates.create(name, content);
       return;
     }
-    // t0: claim the name (HDFS, single writer) or open a stream that publishes at close (object
-    // stores). Nothing is written yet: failures here are retryable.
-    FSDataOutputStream out = openNew(name, path);
-    DataNodePlacement.TrackedWrite tracked = placement.track(out);
-    boolean tracking = placement.tracksPipelines();
-    if (tracking) {
-      writing.put(name, tracked); // until it returns: a late report finds its pipeline
-    }
-    try {
-      OutputStream publishing = new CloseShieldStream(out, tracked);
-      // t1: write and make it durable before close, so that a close that succeeds publishes
-      // complete, synced content. Any failure withdraws what was written.
-      try {
-        content.writeTo(publishing);
-        out.flush();
-        if (out.hasCapability(StreamCapabilities.HSYNC)) {
-          tracked.hsync();
-        }
-      } catch (IOException e) {
-        withdraw(name, path, out, e);
-        throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
-      } catch (UncheckedIOException e) {
-        withdraw(name, path, out, e);
-        throw new RetryableException("Cannot write " + where(name) + ": " + e.getCause(), e);
-      } catch (RuntimeException | Error e) {
-        withdraw(name, path, out, e);
-        throw e;
-      }
-      // t2: close publishes (object stores) or completes (HDFS) the file.
-      publish(name, out);
-    } finally {
-      if (tracking) {
-        writing.remove(name, tracked);
-      }
-    }
+    creates.create(name, path, content);
   }
 
   @Override
@@ -378,19 +338,15 @@ public final class HadoopStorage
               + CreateIfAbsent.APPEND_HSYNC_CAPABILITY);
     }
     Path path = resolve(name);
-    FSDataOutputStream out = openNew(name, path);
+    FSDataOutputStream out = creates.openNew(name, path);
     if (!out.hasCapability(StreamCapabilities.HSYNC)) {
       UnsupportedException e =
           new UnsupportedException(
               describe() + " cannot append: its output streams do not declare hsync");
-      withdraw(name, path, out, e);
+      creates.withdraw(name, path, out, e);
       throw e;
     }
-    HadoopAppendableFile file = new HadoopAppendableFile(name, out, placement.track(out));
-    if (placement.tracksPipelines()) {
-      writing.put(name, file.tracked);
-    }
-    return file;
+    return new HadoopAppendableFile(name, out, creates.watch(name, out));
   }
 
   /**
@@ -401,10 +357,7 @@ public final class HadoopStorage
    */
   @Override
   public void reportLateWrite(String name) {
-    DataNodePlacement.TrackedWrite w = writing.get(name);
-    if (w != null) {
-      w.reportLate();
-    }
+    creates.reportLateWrite(name);
   }
 
   /**
@@ -416,8 +369,7 @@ public final class HadoopStorage
    */
   @Override
   public boolean isSuspectedSlow(String name) {
-    DataNodePlacement.TrackedWrite w = writing.get(name);
-    return w != null && w.isSuspectedSlow();
+    return creates.isSuspectedSlow(name);
   }
 
   /**
@@ -494,131 +446,9 @@ public final class HadoopStorage
 
     @Override
     protected void closeStream() throws IOException {
-      writing.remove(name(), tracked);
+      creates.unwatch(name(), tracked);
       out.close();
     }
-  }
-
-  private FSDataOutputStream openNew(String name, Path path) {
-    try {
-      switch (method) {
-        case EXCLUSIVE_CREATE:
-          return placement.create(path, false);
-        case CONDITIONAL_CREATE:
-          return createConditionally(name, path);
-        case SINGLE_WRITER:
-          if (fs.exists(path)) {
-            throw new FileAlreadyExistsException(name);
-          }
-          return placement.create(path, false);
-        default:
-          throw new IllegalStateException("Unexpected create method " + method);
-      }
-    } catch (IOException e) {
-      if (CreateIfAbsent.isNameTaken(e)) {
-        throw nameTaken(name, e);
-      }
-      if (e instanceof InterruptedIOException
-          && method != CreateIfAbsent.Method.CONDITIONAL_CREATE) {
-        // A timed-out create RPC may have executed: the name may now exist, claimed by us.
-        throw new OutcomeUnknownException(
-            "Creating " + where(name) + " timed out or was interrupted; the name may exist: " + e,
-            e);
-      }
-      throw new RetryableException("Cannot create " + where(name) + ": " + e, e);
-    }
-  }
-
-  private FSDataOutputStream createConditionally(String name, Path path) throws IOException {
-    try {
-      // No existence probes: the store checks atomically at close (If-None-Match: *).
-      return (FSDataOutputStream)
-          fs.createFile(path)
-              .overwrite(false)
-              .recursive()
-              .must(CONDITIONAL_CREATE_CAPABILITY, true)
-              .build();
-    } catch (IllegalArgumentException | UnsupportedOperationException e) {
-      // A store that declared the capability but refuses the option.
-      throw new UnsupportedException(
-          "Cannot create " + where(name) + " with " + CONDITIONAL_CREATE_CAPABILITY + ": " + e, e);
-    }
-  }
-
-  /** After a failure before close: leave nothing of ours at the name, or say it may be there. */
-  private void withdraw(String name, Path path, FSDataOutputStream out, Throwable cause) {
-    if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
-      // The stream publishes only at close (S3A): abort() drops it and any multipart upload.
-      out.abort();
-      return;
-    }
-    boolean closed = closeQuietly(out, cause);
-    if (method == CreateIfAbsent.Method.CONDITIONAL_CREATE && !closed) {
-      // A non-abortable conditional stream whose close failed: it may have published our partial
-      // content, or been refused because another writer's file is there. We cannot tell which.
-      throw new OutcomeUnknownException(
-          "Write of "
-              + where(name)
-              + " failed ("
-              + cause
-              + ") and closing it failed too; a"
-              + " partial file may be published.",
-          cause);
-    }
-    // HDFS and single-writer stores show the partial file, and the name is ours (created with
-    // overwrite=false): delete it.
-    try {
-      fs.delete(path, false);
-    } catch (IOException e) {
-      OutcomeUnknownException unknown =
-          new OutcomeUnknownException(
-              "Write of "
-                  + where(name)
-                  + " failed ("
-                  + cause
-                  + ") and the partial file could not"
-                  + " be removed: "
-                  + e,
-              cause);
-      unknown.addSuppressed(e);
-      throw unknown;
-    }
-  }
-
-  private static boolean closeQuietly(OutputStream out, Throwable cause) {
-    try {
-      out.close();
-      return true;
-    } catch (IOException | RuntimeException e) {
-      cause.addSuppressed(e);
-      return false;
-    }
-  }
-
-  private void publish(String name, FSDataOutputStream out) {
-    try {
-      out.close();
-    } catch (IOException e) {
-      if (method == CreateIfAbsent.Method.CONDITIONAL_CREATE
-          && CreateIfAbsent.isConditionalCreateRefused(e)) {
-        // 412: an object exists. (Also the answer to an SDK retry of our own PUT that had
-        // succeeded: the caller tells the two apart by content, as for any name taken.)
-        throw nameTaken(name, e);
-      }
-      throw new OutcomeUnknownException(
-          "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
-          e);
-    } catch (RuntimeException e) {
-      throw new OutcomeUnknownException(
-          "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
-          e);
-    }
-  }
-
-  private static FileAlreadyExistsException nameTaken(String name, Throwable cause) {
-    FileAlreadyExistsException e = new FileAlreadyExistsException(name);
-    e.initCause(cause);
-    return e;
   }
 
   // ---- open, delete, list ----
@@ -795,29 +625,5 @@ public final class HadoopStorage
         && !name.contains("//")
         && !name.contains("..")
         && !name.contains("\\");
-  }
-
-  /**
-   * What the {@link ContentWriter} writes to. Its {@code close()} only flushes: closing the real
-   * stream is publishing, and that is the storage's step (t2), never the writer's.
-   */
-  private static final class CloseShieldStream extends FilterOutputStream {
-    private final DataNodePlacement.TrackedWrite tracked;
-
-    CloseShieldStream(OutputStream out, DataNodePlacement.TrackedWrite tracked) {
-      super(out);
-      this.tracked = tracked;
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) throws IOException {
-      out.write(b, off, len); // FilterOutputStream would write byte by byte
-      tracked.wrote(len);
-    }
-
-    @Override
-    public void close() throws IOException {
-      out.flush();
-    }
   }
 }
