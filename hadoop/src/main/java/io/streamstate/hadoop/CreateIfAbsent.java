@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
@@ -139,7 +140,8 @@ public final class CreateIfAbsent {
   /** Whether a failed create means that the name was taken (by another writer). */
   public static boolean isNameTaken(Throwable e) {
     for (Throwable t : causalChain(e)) {
-      if (t instanceof org.apache.hadoop.fs.FileAlreadyExistsException
+      if (t instanceof FileAlreadyExistsException
+          // java.nio's exception of the same simple name: kept qualified.
           || t instanceof java.nio.file.FileAlreadyExistsException
           || t.getClass().getName().equals(HDFS_ALREADY_BEING_CREATED)) {
         return true;
@@ -148,9 +150,7 @@ public final class CreateIfAbsent {
       // same client (same lease holder), AlreadyBeingCreatedException, sent as a RemoteException.
       if (t instanceof RemoteException remote
           && (remote.getClassName().equals(HDFS_ALREADY_BEING_CREATED)
-              || remote
-                  .getClassName()
-                  .equals(org.apache.hadoop.fs.FileAlreadyExistsException.class.getName()))) {
+              || remote.getClassName().equals(FileAlreadyExistsException.class.getName()))) {
         return true;
       }
     }

@@ -1,15 +1,14 @@
 package io.streamstate.hadoop;
 
+import io.streamstate.core.ProcessResources;
 import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -40,42 +39,61 @@ public final class DataNodePlacement {
   /** While the pipeline is unknown, or after this many bytes, the writer looks again. */
   private static final long LOOK_AGAIN_BYTES = 1 << 20;
 
-  private static final AtomicInteger THREADS = new AtomicInteger();
-
-  /** Looks at pipelines for late reports (daemon threads, made as needed, gone after a minute). */
-  private static final ExecutorService LOOKUPS =
-      Executors.newCachedThreadPool(
-          task -> {
-            Thread t = new Thread(task, "streamstate-pipeline-lookup-" + THREADS.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          });
+  /** The pool of {@link ProcessResources} that looks at pipelines for late reports. */
+  static final String LOOKUP_POOL = "pipeline-lookup";
 
   private final FileSystem fs;
   private final SupportsDataNodePipelines pipelines; // null: no tracking
   private final SlowDataNodes slow; // null: no tracking
 
+  /** Looks at pipelines for late reports (daemon threads, made as needed); null: no tracking. */
+  private final ExecutorService lookups;
+
   private DataNodePlacement(
-      FileSystem fs, SupportsDataNodePipelines pipelines, SlowDataNodes slow) {
+      FileSystem fs,
+      SupportsDataNodePipelines pipelines,
+      SlowDataNodes slow,
+      ExecutorService lookups) {
     this.fs = fs;
     this.pipelines = pipelines;
     this.slow = slow;
-  }
-
-  /** Placement on {@code fs}, tracked by its cluster's {@link SlowDataNodes#of shared tracking}. */
-  public static DataNodePlacement of(FileSystem fs) {
-    SupportsDataNodePipelines p = pipelinesOf(fs);
-    return p == null ? new DataNodePlacement(fs, null, null) : of(fs, SlowDataNodes.of(fs));
+    this.lookups = lookups;
   }
 
   /**
-   * Placement on {@code fs} tracked by {@code slow} (tests: tracking with a clock of their own).
+   * Placement on {@code fs}, tracked by its cluster's shared tracking in this process ({@link
+   * ProcessResources#shared()}): {@link #of(FileSystem, ProcessResources)}.
+   */
+  public static DataNodePlacement of(FileSystem fs) {
+    return of(fs, ProcessResources.shared());
+  }
+
+  /**
+   * Placement on {@code fs}, tracked by its cluster's {@link SlowDataNodes#of(FileSystem,
+   * ProcessResources) tracking} held by {@code resources}, whose pool looks at pipelines.
+   */
+  public static DataNodePlacement of(FileSystem fs, ProcessResources resources) {
+    SupportsDataNodePipelines p = pipelinesOf(fs);
+    return p == null
+        ? new DataNodePlacement(fs, null, null, null)
+        : of(fs, SlowDataNodes.of(fs, resources), resources);
+  }
+
+  /**
+   * Placement on {@code fs} tracked by {@code slow} (tests: tracking with a clock of their own),
+   * pipelines looked at by the pool of this process's {@link ProcessResources#shared() owner}.
    */
   public static DataNodePlacement of(FileSystem fs, SlowDataNodes slow) {
+    return of(fs, slow, ProcessResources.shared());
+  }
+
+  /** Placement on {@code fs} tracked by {@code slow}, pipelines looked at by {@code resources}. */
+  public static DataNodePlacement of(
+      FileSystem fs, SlowDataNodes slow, ProcessResources resources) {
     SupportsDataNodePipelines p = pipelinesOf(fs);
     return p == null || !slow.enabled()
-        ? new DataNodePlacement(fs, null, null)
-        : new DataNodePlacement(fs, p, slow);
+        ? new DataNodePlacement(fs, null, null, null)
+        : new DataNodePlacement(fs, p, slow, resources.cachedPool(LOOKUP_POOL));
   }
 
   /**
@@ -229,7 +247,7 @@ public final class DataNodePlacement {
     private List<String> lookFromElsewhere() {
       Future<List<String>> lookup;
       try {
-        lookup = LOOKUPS.submit(() -> pipelines.pipelineOf(out));
+        lookup = lookups.submit(() -> pipelines.pipelineOf(out));
       } catch (RejectedExecutionException e) {
         return null;
       }

@@ -1,5 +1,6 @@
 package io.streamstate.hadoop;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
@@ -10,16 +11,13 @@ import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.StreamAppendableFile;
 import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.io.FileNotFoundException;
-import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InterruptedIOException;
-import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -32,6 +30,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.fs.BulkDelete;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LeaseRecoverable;
 import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
@@ -114,6 +113,9 @@ import org.slf4j.LoggerFactory;
  * DataNodes of its pipeline suspect; {@link #isSuspectedSlow} says whether an open appendable
  * file's pipeline holds a suspect. Elsewhere these do nothing.
  *
+ * <p>The steps of a create on a Hadoop store (t0-t2, withdrawal) are {@link HadoopFileCreator}'s;
+ * this class routes each call (local disk, appends, fencing, reads, listing).
+ *
  * <p>{@link #close()} does not close the {@code FileSystem}: Hadoop caches and shares instances.
  * Requires Hadoop 3.4.1+ at run time ({@code createBulkDelete}). Thread-safe.
  */
@@ -129,8 +131,13 @@ public final class HadoopStorage
   public static final String CONDITIONAL_CREATE_CAPABILITY =
       CreateIfAbsent.CONDITIONAL_CREATE_CAPABILITY;
 
-  /** File systems already warned about single-writer mode: warn once per JVM and file system. */
-  private static final Set<String> WARNED_SINGLE_WRITER = ConcurrentHashMap.newKeySet();
+  /**
+   * File systems already warned about single-writer mode: warn once per process and file system (a
+   * component of the process's {@link ProcessResources}).
+   */
+  private static final class SingleWriterWarnings {
+    final Set<String> warned = ConcurrentHashMap.newKeySet();
+  }
 
   private final FileSystem fs;
   private final Path root;
@@ -146,17 +153,15 @@ public final class HadoopStorage
   /** Whether {@link #createAppendable} works here. */
   private final boolean appendable;
 
-  /** How new files are placed on DataNodes (untracked where there are none). */
-  private final DataNodePlacement placement;
-
-  /**
-   * The creates in flight and the open appendable files, by name, where pipelines are tracked: what
-   * {@link #reportLateWrite} and {@link #isSuspectedSlow} look at.
-   */
-  private final Map<String, DataNodePlacement.TrackedWrite> writing = new ConcurrentHashMap<>();
+  /** Writes new files (all but local ones): create-if-absent, placement, late reports. */
+  private final HadoopFileCreator creates;
 
   private HadoopStorage(
-      FileSystem fileSystem, Path root, CreateIfAbsent.Method method, SlowDataNodes slow) {
+      FileSystem fileSystem,
+      Path root,
+      CreateIfAbsent.Method method,
+      ProcessResources resources,
+      SlowDataNodes slow) {
     RawLocalFileSystem local = CreateIfAbsent.rawLocal(fileSystem);
     // On the checksummed LocalFileSystem use its raw file system: our files verify themselves,
     // and .crc side files would show up next to them and could go stale.
@@ -170,23 +175,40 @@ public final class HadoopStorage
             ? new LocalStorage(local.pathToFile(this.root).toPath())
             : null;
     this.appendable = CreateIfAbsent.canAppend(this.fs, this.root, method);
-    this.placement =
-        slow != null ? DataNodePlacement.of(this.fs, slow) : DataNodePlacement.of(this.fs);
+    DataNodePlacement placement =
+        slow != null
+            ? DataNodePlacement.of(this.fs, slow, resources)
+            : DataNodePlacement.of(this.fs, resources);
+    this.creates = new HadoopFileCreator(this.fs, this.root, method, placement);
   }
 
   /**
-   * A storage under {@code root} of {@code fs}, if that store gives create-if-absent.
+   * A storage under {@code root} of {@code fs}, if that store gives create-if-absent, sharing this
+   * process's resources ({@link ProcessResources#shared()}): {@link #open(FileSystem, Path,
+   * ProcessResources)}.
    *
    * @throws UnsupportedException the store does not (the message names the setting that accepts
    *     single-writer mode instead)
    */
   public static HadoopStorage open(FileSystem fs, Path root) {
+    return open(fs, root, ProcessResources.shared());
+  }
+
+  /**
+   * A storage under {@code root} of {@code fs}, if that store gives create-if-absent; DataNodes are
+   * tracked by the cluster's tracking that {@code resources} holds.
+   *
+   * @throws UnsupportedException the store does not (the message names the setting that accepts
+   *     single-writer mode instead)
+   */
+  public static HadoopStorage open(FileSystem fs, Path root, ProcessResources resources) {
     Objects.requireNonNull(fs, "fs");
     Objects.requireNonNull(root, "root");
+    Objects.requireNonNull(resources, "resources");
     CreateIfAbsent.Method method =
         CreateIfAbsent.detect(fs, root)
             .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
-    return new HadoopStorage(fs, root, method, null);
+    return new HadoopStorage(fs, root, method, resources, null);
   }
 
   /**
@@ -200,19 +222,34 @@ public final class HadoopStorage
     CreateIfAbsent.Method method =
         CreateIfAbsent.detect(fs, root)
             .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
-    return new HadoopStorage(fs, root, method, slow);
+    return new HadoopStorage(fs, root, method, ProcessResources.shared(), slow);
+  }
+
+  /**
+   * {@link #openAllowingSingleWriter(FileSystem, Path, ProcessResources)} with this process's
+   * resources ({@link ProcessResources#shared()}).
+   */
+  public static HadoopStorage openAllowingSingleWriter(FileSystem fs, Path root) {
+    return openAllowingSingleWriter(fs, root, ProcessResources.shared());
   }
 
   /**
    * A storage under {@code root} of {@code fs} that falls back to single-writer mode ({@code
-   * exists()} then {@code create(overwrite=false)}, logged as a warning once) where the store gives
-   * no create-if-absent. Use only where a single writer is guaranteed by other means.
+   * exists()} then {@code create(overwrite=false)}, logged as a warning once per file system and
+   * {@code resources}) where the store gives no create-if-absent. Use only where a single writer is
+   * guaranteed by other means.
    */
-  public static HadoopStorage openAllowingSingleWriter(FileSystem fs, Path root) {
+  public static HadoopStorage openAllowingSingleWriter(
+      FileSystem fs, Path root, ProcessResources resources) {
     Objects.requireNonNull(fs, "fs");
     Objects.requireNonNull(root, "root");
+    Objects.requireNonNull(resources, "resources");
     Optional<CreateIfAbsent.Method> method = CreateIfAbsent.detect(fs, root);
-    if (method.isEmpty() && WARNED_SINGLE_WRITER.add(fs.getUri().toString())) {
+    if (method.isEmpty()
+        && resources
+            .component(SingleWriterWarnings.class, SingleWriterWarnings::new)
+            .warned
+            .add(fs.getUri().toString())) {
       LOG.warn(
           "{} ({}) does not guarantee create-if-absent; streamstate runs it in single-writer mode"
               + " ({}=true): two concurrent writers of one file (a task retry, a speculative or a"
@@ -221,7 +258,8 @@ public final class HadoopStorage
           fs.getClass().getName(),
           HadoopStorages.SPARK_ALLOW_SINGLE_WRITER);
     }
-    return new HadoopStorage(fs, root, method.orElse(CreateIfAbsent.Method.SINGLE_WRITER), null);
+    return new HadoopStorage(
+        fs, root, method.orElse(CreateIfAbsent.Method.SINGLE_WRITER), resources, null);
   }
 
   /**
@@ -280,41 +318,7 @@ public final class HadoopStorage
       localCreates.create(name, content);
       return;
     }
-    // t0: claim the name (HDFS, single writer) or open a stream that publishes at close (object
-    // stores). Nothing is written yet: failures here are retryable.
-    FSDataOutputStream out = openNew(name, path);
-    DataNodePlacement.TrackedWrite tracked = placement.track(out);
-    boolean tracking = placement.tracksPipelines();
-    if (tracking) {
-      writing.put(name, tracked); // until it returns: a late report finds its pipeline
-    }
-    try {
-      OutputStream publishing = new CloseShieldStream(out, tracked);
-      // t1: write and make it durable before close, so that a close that succeeds publishes
-      // complete, synced content. Any failure withdraws what was written.
-      try {
-        content.writeTo(publishing);
-        out.flush();
-        if (out.hasCapability(StreamCapabilities.HSYNC)) {
-          tracked.hsync();
-        }
-      } catch (IOException e) {
-        withdraw(name, path, out, e);
-        throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
-      } catch (UncheckedIOException e) {
-        withdraw(name, path, out, e);
-        throw new RetryableException("Cannot write " + where(name) + ": " + e.getCause(), e);
-      } catch (RuntimeException | Error e) {
-        withdraw(name, path, out, e);
-        throw e;
-      }
-      // t2: close publishes (object stores) or completes (HDFS) the file.
-      publish(name, out);
-    } finally {
-      if (tracking) {
-        writing.remove(name, tracked);
-      }
-    }
+    creates.create(name, path, content);
   }
 
   @Override
@@ -334,19 +338,15 @@ public final class HadoopStorage
               + CreateIfAbsent.APPEND_HSYNC_CAPABILITY);
     }
     Path path = resolve(name);
-    FSDataOutputStream out = openNew(name, path);
+    FSDataOutputStream out = creates.openNew(name, path);
     if (!out.hasCapability(StreamCapabilities.HSYNC)) {
       UnsupportedException e =
           new UnsupportedException(
               describe() + " cannot append: its output streams do not declare hsync");
-      withdraw(name, path, out, e);
+      creates.withdraw(name, path, out, e);
       throw e;
     }
-    HadoopAppendableFile file = new HadoopAppendableFile(name, out, placement.track(out));
-    if (placement.tracksPipelines()) {
-      writing.put(name, file.tracked);
-    }
-    return file;
+    return new HadoopAppendableFile(name, out, creates.watch(name, out));
   }
 
   /**
@@ -357,10 +357,7 @@ public final class HadoopStorage
    */
   @Override
   public void reportLateWrite(String name) {
-    DataNodePlacement.TrackedWrite w = writing.get(name);
-    if (w != null) {
-      w.reportLate();
-    }
+    creates.reportLateWrite(name);
   }
 
   /**
@@ -372,8 +369,7 @@ public final class HadoopStorage
    */
   @Override
   public boolean isSuspectedSlow(String name) {
-    DataNodePlacement.TrackedWrite w = writing.get(name);
-    return w != null && w.isSuspectedSlow();
+    return creates.isSuspectedSlow(name);
   }
 
   /**
@@ -381,7 +377,7 @@ public final class HadoopStorage
    */
   public boolean canFence() {
     return method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE
-        || (appendable && fs instanceof org.apache.hadoop.fs.LeaseRecoverable);
+        || (appendable && fs instanceof LeaseRecoverable);
   }
 
   /** How long {@link #fence} waits for lease recovery at most. */
@@ -401,7 +397,7 @@ public final class HadoopStorage
       localCreates.fence(name);
       return;
     }
-    if (!appendable || !(fs instanceof org.apache.hadoop.fs.LeaseRecoverable leases)) {
+    if (!appendable || !(fs instanceof LeaseRecoverable leases)) {
       throw new UnsupportedException(
           describe() + " cannot fence a writer: its file system does not recover leases");
     }
@@ -430,8 +426,7 @@ public final class HadoopStorage
   }
 
   /** An open stream that each append writes to and hsyncs. */
-  private final class HadoopAppendableFile
-      extends io.streamstate.core.storage.StreamAppendableFile {
+  private final class HadoopAppendableFile extends StreamAppendableFile {
     private final FSDataOutputStream out;
     final DataNodePlacement.TrackedWrite tracked;
 
@@ -451,131 +446,9 @@ public final class HadoopStorage
 
     @Override
     protected void closeStream() throws IOException {
-      writing.remove(name(), tracked);
+      creates.unwatch(name(), tracked);
       out.close();
     }
-  }
-
-  private FSDataOutputStream openNew(String name, Path path) {
-    try {
-      switch (method) {
-        case EXCLUSIVE_CREATE:
-          return placement.create(path, false);
-        case CONDITIONAL_CREATE:
-          return createConditionally(name, path);
-        case SINGLE_WRITER:
-          if (fs.exists(path)) {
-            throw new FileAlreadyExistsException(name);
-          }
-          return placement.create(path, false);
-        default:
-          throw new IllegalStateException("Unexpected create method " + method);
-      }
-    } catch (IOException e) {
-      if (CreateIfAbsent.isNameTaken(e)) {
-        throw nameTaken(name, e);
-      }
-      if (e instanceof InterruptedIOException
-          && method != CreateIfAbsent.Method.CONDITIONAL_CREATE) {
-        // A timed-out create RPC may have executed: the name may now exist, claimed by us.
-        throw new OutcomeUnknownException(
-            "Creating " + where(name) + " timed out or was interrupted; the name may exist: " + e,
-            e);
-      }
-      throw new RetryableException("Cannot create " + where(name) + ": " + e, e);
-    }
-  }
-
-  private FSDataOutputStream createConditionally(String name, Path path) throws IOException {
-    try {
-      // No existence probes: the store checks atomically at close (If-None-Match: *).
-      return (FSDataOutputStream)
-          fs.createFile(path)
-              .overwrite(false)
-              .recursive()
-              .must(CONDITIONAL_CREATE_CAPABILITY, true)
-              .build();
-    } catch (IllegalArgumentException | UnsupportedOperationException e) {
-      // A store that declared the capability but refuses the option.
-      throw new UnsupportedException(
-          "Cannot create " + where(name) + " with " + CONDITIONAL_CREATE_CAPABILITY + ": " + e, e);
-    }
-  }
-
-  /** After a failure before close: leave nothing of ours at the name, or say it may be there. */
-  private void withdraw(String name, Path path, FSDataOutputStream out, Throwable cause) {
-    if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
-      // The stream publishes only at close (S3A): abort() drops it and any multipart upload.
-      out.abort();
-      return;
-    }
-    boolean closed = closeQuietly(out, cause);
-    if (method == CreateIfAbsent.Method.CONDITIONAL_CREATE && !closed) {
-      // A non-abortable conditional stream whose close failed: it may have published our partial
-      // content, or been refused because another writer's file is there. We cannot tell which.
-      throw new OutcomeUnknownException(
-          "Write of "
-              + where(name)
-              + " failed ("
-              + cause
-              + ") and closing it failed too; a"
-              + " partial file may be published.",
-          cause);
-    }
-    // HDFS and single-writer stores show the partial file, and the name is ours (created with
-    // overwrite=false): delete it.
-    try {
-      fs.delete(path, false);
-    } catch (IOException e) {
-      OutcomeUnknownException unknown =
-          new OutcomeUnknownException(
-              "Write of "
-                  + where(name)
-                  + " failed ("
-                  + cause
-                  + ") and the partial file could not"
-                  + " be removed: "
-                  + e,
-              cause);
-      unknown.addSuppressed(e);
-      throw unknown;
-    }
-  }
-
-  private static boolean closeQuietly(OutputStream out, Throwable cause) {
-    try {
-      out.close();
-      return true;
-    } catch (IOException | RuntimeException e) {
-      cause.addSuppressed(e);
-      return false;
-    }
-  }
-
-  private void publish(String name, FSDataOutputStream out) {
-    try {
-      out.close();
-    } catch (IOException e) {
-      if (method == CreateIfAbsent.Method.CONDITIONAL_CREATE
-          && CreateIfAbsent.isConditionalCreateRefused(e)) {
-        // 412: an object exists. (Also the answer to an SDK retry of our own PUT that had
-        // succeeded: the caller tells the two apart by content, as for any name taken.)
-        throw nameTaken(name, e);
-      }
-      throw new OutcomeUnknownException(
-          "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
-          e);
-    } catch (RuntimeException e) {
-      throw new OutcomeUnknownException(
-          "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
-          e);
-    }
-  }
-
-  private static FileAlreadyExistsException nameTaken(String name, Throwable cause) {
-    FileAlreadyExistsException e = new FileAlreadyExistsException(name);
-    e.initCause(cause);
-    return e;
   }
 
   // ---- open, delete, list ----
@@ -752,29 +625,5 @@ public final class HadoopStorage
         && !name.contains("//")
         && !name.contains("..")
         && !name.contains("\\");
-  }
-
-  /**
-   * What the {@link ContentWriter} writes to. Its {@code close()} only flushes: closing the real
-   * stream is publishing, and that is the storage's step (t2), never the writer's.
-   */
-  private static final class CloseShieldStream extends FilterOutputStream {
-    private final DataNodePlacement.TrackedWrite tracked;
-
-    CloseShieldStream(OutputStream out, DataNodePlacement.TrackedWrite tracked) {
-      super(out);
-      this.tracked = tracked;
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) throws IOException {
-      out.write(b, off, len); // FilterOutputStream would write byte by byte
-      tracked.wrote(len);
-    }
-
-    @Override
-    public void close() throws IOException {
-      out.flush();
-    }
   }
 }

@@ -1,5 +1,6 @@
 package io.streamstate.hadoop;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.LocalStorage;
@@ -7,6 +8,7 @@ import io.streamstate.core.storage.Storage;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.file.Paths;
 import java.util.Objects;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -42,7 +44,8 @@ public final class HadoopStorages {
   private HadoopStorages() {}
 
   /**
-   * A storage rooted at {@code root}.
+   * A storage rooted at {@code root}, sharing this process's resources ({@link
+   * ProcessResources#shared()}: the slow-DataNode tracking of its cluster).
    *
    * <ul>
    *   <li>{@code file:} URIs, and scheme-less absolute paths when the default file system ({@code
@@ -58,11 +61,19 @@ public final class HadoopStorages {
    * @throws IllegalArgumentException {@code root} is a relative path
    */
   public static Storage open(URI root, Configuration conf) {
+    return open(root, conf, ProcessResources.shared());
+  }
+
+  /**
+   * As {@link #open(URI, Configuration)}, a {@link HadoopStorage} sharing the pools and registries
+   * of {@code resources} (its cluster's slow-DataNode tracking) instead of this process's.
+   */
+  public static Storage open(URI root, Configuration conf, ProcessResources resources) {
     Objects.requireNonNull(root, "root");
     Objects.requireNonNull(conf, "conf");
     URI location = qualify(root, conf);
     if ("file".equalsIgnoreCase(location.getScheme())) {
-      return new LocalStorage(java.nio.file.Path.of(location.getPath()));
+      return new LocalStorage(Paths.get(location.getPath()));
     }
     FileSystem fs;
     try {
@@ -75,8 +86,8 @@ public final class HadoopStorages {
     }
     Path path = new Path(location);
     return allowsSingleWriter(conf)
-        ? HadoopStorage.openAllowingSingleWriter(fs, path)
-        : HadoopStorage.open(fs, path);
+        ? HadoopStorage.openAllowingSingleWriter(fs, path, resources)
+        : HadoopStorage.open(fs, path, resources);
   }
 
   /** Whether {@code conf} accepts single-writer storage ({@value #SPARK_ALLOW_SINGLE_WRITER}). */

@@ -1,5 +1,6 @@
 package io.streamstate.hadoop;
 
+import io.streamstate.core.ProcessResources;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -50,10 +51,11 @@ import org.slf4j.LoggerFactory;
  *       files are placed as usual (local and rack-aware).
  * </ol>
  *
- * <p>One instance per cluster (file system scheme and authority) per process, shared by every
- * storage and checkpoint file manager on it ({@link #of}); tests make their own with {@link
- * #SlowDataNodes(long, LongSupplier)}. Thread-safe; the calls on the write path ({@link
- * #recordWorking}, and the others while nothing is suspect) take no lock shared with other writers.
+ * <p>One instance per cluster (file system scheme and authority) per {@link ProcessResources}
+ * owner, shared by every storage and checkpoint file manager on it ({@link #of(FileSystem,
+ * ProcessResources)}); tests make their own with {@link #SlowDataNodes(long, LongSupplier)}.
+ * Thread-safe; the calls on the write path ({@link #recordWorking}, and the others while nothing is
+ * suspect) take no lock shared with other writers.
  */
 public final class SlowDataNodes {
   private static final Logger LOG = LoggerFactory.getLogger(SlowDataNodes.class);
@@ -86,7 +88,10 @@ public final class SlowDataNodes {
    */
   public static final long NOISE_MILLIS = 1_000;
 
-  private static final Map<String, SlowDataNodes> BY_CLUSTER = new ConcurrentHashMap<>();
+  /** The tracking of each cluster (scheme and authority), a component of a process's owner. */
+  private static final class ByCluster {
+    final Map<String, SlowDataNodes> clusters = new ConcurrentHashMap<>();
+  }
 
   private final long suspectMillis;
   private final LongSupplier clock;
@@ -118,23 +123,35 @@ public final class SlowDataNodes {
   }
 
   /**
-   * The tracking of {@code fs}'s cluster in this process (one per scheme and authority), made on
-   * first use with the window of {@value #SUSPECT_MILLIS_KEY} in {@code fs}'s configuration.
+   * The tracking of {@code fs}'s cluster in this process ({@link ProcessResources#shared()}):
+   * {@link #of(FileSystem, ProcessResources)}.
    */
   public static SlowDataNodes of(FileSystem fs) {
+    return of(fs, ProcessResources.shared());
+  }
+
+  /**
+   * The tracking of {@code fs}'s cluster held by {@code resources} (one per scheme and authority),
+   * made on first use with the window of {@value #SUSPECT_MILLIS_KEY} in {@code fs}'s
+   * configuration.
+   */
+  public static SlowDataNodes of(FileSystem fs, ProcessResources resources) {
     URI uri = fs.getUri();
     String cluster =
         uri.getScheme() + "://" + (uri.getAuthority() == null ? "" : uri.getAuthority());
-    return BY_CLUSTER.computeIfAbsent(
-        cluster,
-        c -> {
-          Configuration conf = fs.getConf();
-          long window =
-              conf == null
-                  ? DEFAULT_SUSPECT_MILLIS
-                  : conf.getLong(SUSPECT_MILLIS_KEY, DEFAULT_SUSPECT_MILLIS);
-          return new SlowDataNodes(Math.max(0, window), System::currentTimeMillis);
-        });
+    return resources
+        .component(ByCluster.class, ByCluster::new)
+        .clusters
+        .computeIfAbsent(
+            cluster,
+            c -> {
+              Configuration conf = fs.getConf();
+              long window =
+                  conf == null
+                      ? DEFAULT_SUSPECT_MILLIS
+                      : conf.getLong(SUSPECT_MILLIS_KEY, DEFAULT_SUSPECT_MILLIS);
+              return new SlowDataNodes(Math.max(0, window), System::currentTimeMillis);
+            });
   }
 
   /** Whether tracking is on (a window above 0). */

@@ -3,32 +3,27 @@ package io.streamstate.testkit;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
+import io.streamstate.testkit.FaultSchedule.Plan;
 import java.io.ByteArrayOutputStream;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Collections;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Queue;
 import java.util.Random;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
 
 /**
@@ -83,6 +78,12 @@ import java.util.function.Predicate;
  * <p>Each injected fault is counted by {@link FaultKind} ({@link #injectedFaults()}). Messages of
  * injected errors start with {@code "injected"} and name the call, for example {@code "injected
  * fault before create of op0/part3/v5.log (call #12)"}.
+ *
+ * <p>Which call gets which fault (the seeded draws, scripted faults, the record of calls) is {@link
+ * FaultSchedule}'s; this class applies a call's faults around the delegate. It stays over 600 lines
+ * because its public nested types ({@link CallKind}, {@link FaultKind}, {@link Call}, {@link
+ * Latency}, {@link Stall}, {@link Builder}: about 230 lines) are the vocabulary tests import as
+ * {@code FaultInjectingStorage.X}; the wrapper itself is under 500.
  *
  * <p>Thread-safe. {@link #close()} does not close the delegate: it belongs to whoever created it,
  * and several wrappers may share one delegate to simulate restarts of a process.
@@ -321,57 +322,25 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
     }
   }
 
-  /** A scripted fault's target: the next call of a kind on a name. */
-  private record Target(CallKind kind, String name) {}
-
-  /** What was decided for one call, all at once, so that draws follow the order of calls. */
-  private record Plan(
-      Call call,
-      boolean errorBefore,
-      boolean errorAfter,
-      boolean torn,
-      double tornFraction,
-      Duration latency) {}
-
   private final Storage delegate;
   private final long seed;
-  private final Random random;
-  private final double[] errorBefore;
-  private final double[] errorAfter;
-  private final double tornWrite;
-  private final Latency[] latency;
 
-  private final Object planLock = new Object();
-  private final AtomicLong nextCallIndex = new AtomicLong();
-  private final Map<CallKind, AtomicLong> callCounts = new EnumMap<>(CallKind.class);
-  private final Map<FaultKind, AtomicLong> faultCounts = new EnumMap<>(FaultKind.class);
-  private final Queue<Call> log = new ConcurrentLinkedQueue<>();
-  private final Set<Long> scriptedBefore = ConcurrentHashMap.newKeySet();
-  private final Set<Long> scriptedAfter = ConcurrentHashMap.newKeySet();
-  private final Set<Target> scriptedBeforeByName = ConcurrentHashMap.newKeySet();
-  private final Set<Target> scriptedAfterByName = ConcurrentHashMap.newKeySet();
-  private final Set<String> scriptedTorn = ConcurrentHashMap.newKeySet();
-  private final List<Predicate<String>> scriptedTornMatching =
-      new java.util.concurrent.CopyOnWriteArrayList<>();
-  private final List<Predicate<String>> scriptedTornAppends = new CopyOnWriteArrayList<>();
+  /** Which call gets which fault, and the record of calls and faults. */
+  private final FaultSchedule schedule;
+
   private final List<Stall> stalls = new CopyOnWriteArrayList<>();
   private volatile boolean crashed;
 
   private FaultInjectingStorage(Builder builder) {
     this.delegate = builder.delegate;
     this.seed = builder.seed;
-    this.random = new Random(builder.seed);
-    this.errorBefore = builder.errorBefore.clone();
-    this.errorAfter = builder.errorAfter.clone();
-    this.tornWrite = builder.tornWrite;
-    this.latency = builder.latency.clone();
-    // Fully populated here and never changed in structure after, so concurrent reads are safe.
-    for (CallKind kind : CallKind.values()) {
-      callCounts.put(kind, new AtomicLong());
-    }
-    for (FaultKind kind : FaultKind.values()) {
-      faultCounts.put(kind, new AtomicLong());
-    }
+    this.schedule =
+        new FaultSchedule(
+            builder.seed,
+            builder.errorBefore,
+            builder.errorAfter,
+            builder.tornWrite,
+            builder.latency);
   }
 
   /** The wrapped storage, to inspect what really got written. */
@@ -387,7 +356,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
    * passed is never reached.
    */
   public void failBefore(long callIndex) {
-    scriptedBefore.add(callIndex);
+    schedule.failBefore(callIndex);
   }
 
   /**
@@ -395,7 +364,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
    * if its reply was lost (see the class comment for which exception).
    */
   public void failAfter(long callIndex) {
-    scriptedAfter.add(callIndex);
+    schedule.failAfter(callIndex);
   }
 
   /**
@@ -403,7 +372,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
    * before it reaches the delegate, with {@link RetryableException}. One call only.
    */
   public void failBefore(CallKind kind, String name) {
-    scriptedBeforeByName.add(new Target(Objects.requireNonNull(kind, "kind"), name));
+    schedule.failBefore(Objects.requireNonNull(kind, "kind"), name);
   }
 
   /**
@@ -411,7 +380,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
    * as if its reply was lost (see the class comment for which exception). One call only.
    */
   public void failAfter(CallKind kind, String name) {
-    scriptedAfterByName.add(new Target(Objects.requireNonNull(kind, "kind"), name));
+    schedule.failAfter(Objects.requireNonNull(kind, "kind"), name);
   }
 
   /**
@@ -419,7 +388,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
    * published, then it throws {@link OutcomeUnknownException} (empty content cannot be torn).
    */
   public void tearCreate(String name) {
-    scriptedTorn.add(Objects.requireNonNull(name, "name"));
+    schedule.tearCreate(Objects.requireNonNull(name, "name"));
   }
 
   /**
@@ -427,7 +396,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
    * a segment's), as {@link #tearCreate(String)} does. One create only.
    */
   public void tearCreate(Predicate<String> names) {
-    scriptedTornMatching.add(Objects.requireNonNull(names, "names"));
+    schedule.tearCreate(Objects.requireNonNull(names, "names"));
   }
 
   /**
@@ -436,7 +405,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
    * closed for appends. One append only.
    */
   public void tearAppend(Predicate<String> names) {
-    scriptedTornAppends.add(Objects.requireNonNull(names, "names"));
+    schedule.tearAppend(Objects.requireNonNull(names, "names"));
   }
 
   /** From now on every call fails without reaching the delegate, until {@link #recover()}. */
@@ -466,24 +435,22 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
 
   /** The number of calls so far, which is also the index the next call will get. */
   public long callCount() {
-    return nextCallIndex.get();
+    return schedule.callCount();
   }
 
   /** The number of calls of {@code kind} so far. */
   public long callCount(CallKind kind) {
-    return callCounts.get(kind).get();
+    return schedule.callCount(kind);
   }
 
   /** Every call so far, in index order. */
   public List<Call> calls() {
-    return List.copyOf(log);
+    return schedule.calls();
   }
 
   /** How many faults of each kind were injected so far (every kind present, zero if none). */
   public Map<FaultKind, Long> injectedFaults() {
-    Map<FaultKind, Long> snapshot = new EnumMap<>(FaultKind.class);
-    faultCounts.forEach((kind, count) -> snapshot.put(kind, count.get()));
-    return Collections.unmodifiableMap(snapshot);
+    return schedule.injectedFaults();
   }
 
   // ---- Storage ----
@@ -507,8 +474,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
   @Override
   public AppendableFile createAppendable(String name) {
     if (!appendSupported()) {
-      throw new io.streamstate.core.error.UnsupportedException(
-          delegate.describe() + " cannot append");
+      throw new UnsupportedException(delegate.describe() + " cannot append");
     }
     Plan plan = beforeCall(CallKind.CREATE, name);
     AppendableFile file = ((SupportsAppend) delegate).createAppendable(name);
@@ -524,8 +490,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
   @Override
   public void fence(String name) {
     if (!appendSupported()) {
-      throw new io.streamstate.core.error.UnsupportedException(
-          delegate.describe() + " cannot append");
+      throw new UnsupportedException(delegate.describe() + " cannot append");
     }
     ((SupportsAppend) delegate).fence(name);
   }
@@ -561,7 +526,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
       }
       if (plan.torn() && bytes.length > 0) {
         int kept = (int) (plan.tornFraction() * bytes.length);
-        file.append(java.util.Arrays.copyOf(bytes, kept));
+        file.append(Arrays.copyOf(bytes, kept));
         file.close();
         count(FaultKind.TORN_WRITE);
         throw new OutcomeUnknownException(
@@ -639,47 +604,8 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
 
   // ---- injection ----
 
-  private Plan plan(CallKind kind, String name) {
-    // One lock for index and draws: the n-th call always gets the n-th draws of the seed.
-    synchronized (planLock) {
-      Call call = new Call(nextCallIndex.getAndIncrement(), kind, name);
-      log.add(call);
-      callCounts.get(kind).incrementAndGet();
-      // Draw the same number of values whatever the settings, so that enabling one fault does
-      // not shift the draws of another.
-      boolean before = random.nextDouble() < errorBefore[kind.ordinal()];
-      boolean after = random.nextDouble() < errorAfter[kind.ordinal()];
-      boolean torn =
-          random.nextDouble() < tornWrite && (kind == CallKind.CREATE || kind == CallKind.APPEND);
-      double tornFraction = random.nextDouble();
-      Duration delay = latency[kind.ordinal()].delay(random);
-      before |= scriptedBefore.remove(call.index());
-      after |= scriptedAfter.remove(call.index());
-      before |= scriptedBeforeByName.remove(new Target(kind, name));
-      after |= scriptedAfterByName.remove(new Target(kind, name));
-      torn |= kind == CallKind.CREATE && scriptedTorn.remove(name);
-      if (kind == CallKind.APPEND && !torn) {
-        for (Predicate<String> p : scriptedTornAppends) {
-          if (p.test(name) && scriptedTornAppends.remove(p)) {
-            torn = true;
-            break;
-          }
-        }
-      }
-      if (kind == CallKind.CREATE && !torn) {
-        for (Predicate<String> p : scriptedTornMatching) {
-          if (p.test(name) && scriptedTornMatching.remove(p)) {
-            torn = true;
-            break;
-          }
-        }
-      }
-      return new Plan(call, before, after, torn, tornFraction, delay);
-    }
-  }
-
   private Plan beforeCall(CallKind kind, String name) {
-    Plan plan = plan(kind, name);
+    Plan plan = schedule.plan(kind, name);
     rejectIfCrashed(plan);
     if (plan.latency().compareTo(Duration.ZERO) > 0) {
       count(FaultKind.LATENCY);
@@ -781,10 +707,10 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
   }
 
   private void count(FaultKind kind) {
-    faultCounts.get(kind).incrementAndGet();
+    schedule.count(kind);
   }
 
-  private static double requireProbability(double probability, String what) {
+  static double requireProbability(double probability, String what) {
     if (!(probability >= 0 && probability <= 1)) {
       throw new IllegalArgumentException(
           what + " probability must be in [0, 1], was " + probability);
@@ -792,7 +718,7 @@ public final class FaultInjectingStorage implements Storage, SupportsAppend {
     return probability;
   }
 
-  private static void requireNonNegative(Duration duration, String what) {
+  static void requireNonNegative(Duration duration, String what) {
     if (duration.isNegative()) {
       throw new IllegalArgumentException(what + " must not be negative, was " + duration);
     }

@@ -2,6 +2,7 @@ package io.streamstate.testkit;
 
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.storage.AppendableFile;
@@ -14,6 +15,7 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
@@ -155,13 +157,13 @@ public final class InMemoryStorage implements Storage, SupportsBulkDelete, Suppo
           files.computeIfPresent(
               name,
               (n, old) -> {
-                byte[] b = java.util.Arrays.copyOf(old.bytes(), old.bytes().length + bytes.length);
+                byte[] b = Arrays.copyOf(old.bytes(), old.bytes().length + bytes.length);
                 System.arraycopy(bytes, 0, b, old.bytes().length, bytes.length);
                 return new StoredFile(b, clockMillis.getAsLong());
               });
       if (grown == null) {
         open = false;
-        throw new io.streamstate.core.error.OutcomeUnknownException(
+        throw new OutcomeUnknownException(
             "Cannot append to " + describe() + "/" + name + ": it was deleted");
       }
       long offset = length;

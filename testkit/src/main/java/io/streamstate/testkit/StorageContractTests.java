@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.tuple;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
@@ -365,7 +366,7 @@ public abstract class StorageContractTests {
 
     try {
       appender.fence("done.journal");
-    } catch (io.streamstate.core.error.UnsupportedException e) {
+    } catch (UnsupportedException e) {
       Assumptions.abort(storage.describe() + " cannot fence: " + e.getMessage());
     }
     appender.fence("never-created.journal");

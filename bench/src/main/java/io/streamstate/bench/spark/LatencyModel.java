@@ -1,5 +1,6 @@
 package io.streamstate.bench.spark;
 
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -62,7 +63,7 @@ final class LatencyModel {
 
     /** The counter's name: the kind in lower camel case ({@code create}, {@code addBlock}). */
     String counterName() {
-      return this == ADD_BLOCK ? "addBlock" : name().toLowerCase(java.util.Locale.ROOT);
+      return this == ADD_BLOCK ? "addBlock" : name().toLowerCase(Locale.ROOT);
     }
   }
 

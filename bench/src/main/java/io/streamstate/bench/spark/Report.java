@@ -166,9 +166,9 @@ final class Report {
             p.getValue().stream().filter(r -> r.s("phase").equals("recovery")).toList();
         double metadataOps = mean(steady.stream().mapToDouble(r -> metaOps(r, null)));
         double stateMetadataOps =
-            mean(steady.stream().mapToDouble(r -> metaOps(r, SimulatedFileSystem.Area.STATE)));
+            mean(steady.stream().mapToDouble(r -> metaOps(r, SimulatedCounters.Area.STATE)));
         double sinkMetadataOps =
-            mean(steady.stream().mapToDouble(r -> metaOps(r, SimulatedFileSystem.Area.SINK)));
+            mean(steady.stream().mapToDouble(r -> metaOps(r, SimulatedCounters.Area.SINK)));
         double rowsIn = steady.stream().mapToDouble(r -> r.d("inputRows")).sum();
         double msTotal = steady.stream().mapToDouble(r -> r.d("triggerMs")).sum();
         md.append(
@@ -268,11 +268,11 @@ final class Report {
    * {@code stateCreate}, {@code sinkOpen}, ... columns); null: all. NaN when the batch has no such
    * counts (local disk, or a CSV written before those columns existed).
    */
-  static double metaOps(Row r, SimulatedFileSystem.Area area) {
+  static double metaOps(Row r, SimulatedCounters.Area area) {
     double sum = 0;
     for (LatencyModel.Op op : LatencyModel.Op.values()) {
       if (op != LatencyModel.Op.WRITE && op != LatencyModel.Op.SYNC) {
-        double n = r.d(area == null ? op.counterName() : SimulatedFileSystem.areaKey(area, op));
+        double n = r.d(area == null ? op.counterName() : SimulatedCounters.areaKey(area, op));
         // Block allocations of open files were counted from the segment journal on: none before.
         sum += op == LatencyModel.Op.ADD_BLOCK && Double.isNaN(n) ? 0 : n;
       }

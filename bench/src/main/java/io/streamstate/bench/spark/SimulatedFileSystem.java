@@ -1,6 +1,8 @@
 package io.streamstate.bench.spark;
 
 import io.streamstate.bench.spark.LatencyModel.Op;
+import io.streamstate.bench.spark.SimulatedCounters.Area;
+import io.streamstate.core.ProcessResources;
 import io.streamstate.hadoop.SupportsDataNodePipelines;
 import java.io.FileNotFoundException;
 import java.io.FilterOutputStream;
@@ -18,10 +20,8 @@ import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.DoubleAdder;
-import java.util.concurrent.atomic.LongAdder;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.CreateFlag;
@@ -75,9 +75,17 @@ import org.apache.hadoop.util.Progressable;
  * {@code create(path, overwrite=false)} is atomic ({@code CREATE_NEW}), so it declares the
  * conditional-create capability that streamstate's {@code HadoopStorage} requires; latency of the
  * data write is added at {@code close()}, as an object store's PUT or the last packet's ack.
+ *
+ * <p>What it draws and counts lives apart: the latency profiles in {@link LatencyModel} (with the
+ * DataNodes of {@link DataNodeCluster}), the counters in {@link SimulatedCounters}. What is left
+ * (about 700 lines) is one job, Hadoop's {@code FileSystem} API over local files: each operation,
+ * its stream with leases and syncs, its builder; split further, each piece would be a few methods
+ * that reach back into this class for the profile, the counters and the open streams.
  */
 public final class SimulatedFileSystem extends FileSystem
     implements LeaseRecoverable, SupportsDataNodePipelines {
+  // java.nio.file.Path and java.nio.file.FileAlreadyExistsException stay qualified: Hadoop's Path
+  // and FileAlreadyExistsException, which this file system's API speaks, have the same names.
   public static final String SCHEME = "simfs";
   private static final String CONDITIONAL_CREATE = "fs.option.create.conditional.overwrite";
   private static final String EXCLUSIVE_CREATE = "streamstate.fs.create.exclusive";
@@ -93,172 +101,41 @@ public final class SimulatedFileSystem extends FileSystem
    * and the segments of group commit, {@code state/_segments} (Spark's own state metadata, such as
    * the schema files, is kept).
    */
-  private static final java.util.regex.Pattern STREAMSTATE_FILES =
-      java.util.regex.Pattern.compile(
+  private static final Pattern STREAMSTATE_FILES =
+      Pattern.compile(
           "/state/(?:\\d+/\\d+/(?:[^/]+/)?(?:changelog|snapshot|sst)|_segments)(?:/|$)");
 
-  /** Anything under a checkpoint's {@code state/} directory. */
-  private static final java.util.regex.Pattern STATE_FILES =
-      java.util.regex.Pattern.compile("/state/");
-
   /**
-   * Anything under a {@code sink/} directory: the benchmark's file sink output ({@code part-} files
-   * and the sink's {@code _spark_metadata} log), next to the checkpoints.
+   * What every instance in a process shares, a component of its {@link ProcessResources}: Hadoop
+   * makes this file system by class name, so {@link #initialize} takes the process's owner.
    */
-  private static final java.util.regex.Pattern SINK_FILES =
-      java.util.regex.Pattern.compile("/sink/");
+  private static final class Shared {
+    /** Streams still open, by local path, as HDFS leases: {@link #recoverLease} fences them. */
+    final Map<String, DelayedCloseStream> openStreams = new ConcurrentHashMap<>();
 
-  /** Which part of the storage a request is on, for the split counters. */
-  enum Area {
-    /** Under a checkpoint's {@code state/}: a state store's own files. */
-    STATE,
-    /** Under {@code sink/}: the file sink's output and its log. */
-    SINK,
-    /** Anything else: Spark's offset, commit and metadata logs. */
-    OTHER
+    /** Counters per authority (profile), shared by every instance of it in the process. */
+    final Map<String, SimulatedCounters> counters = new ConcurrentHashMap<>();
+
+    static Shared of(ProcessResources resources) {
+      return resources.component(Shared.class, Shared::new);
+    }
   }
 
-  /** Streams still open, by local path, as HDFS leases: {@link #recoverLease} fences them. */
-  private static final Map<String, DelayedCloseStream> OPEN_STREAMS = new ConcurrentHashMap<>();
-
-  /** Counters per authority (profile), shared by every instance of it in the JVM. */
-  private static final Map<String, Counters> COUNTERS = new ConcurrentHashMap<>();
-
+  private Shared shared;
   private URI uri;
   private LatencyModel model;
   private boolean discardState;
-  private Counters counters;
+  private SimulatedCounters counters;
   private final RawLocalFileSystem local = new RawLocalFileSystem();
 
-  /** Operation counts, bytes and injected delay of one profile. */
-  public static final class Counters {
-    private final Map<Op, LongAdder> ops = new ConcurrentHashMap<>();
-
-    /** The part of {@link #ops} on paths under a {@code /state/} directory. */
-    private final Map<Op, LongAdder> stateOps = new ConcurrentHashMap<>();
-
-    /** The part of {@link #ops} on paths under a {@code /sink/} directory. */
-    private final Map<Op, LongAdder> sinkOps = new ConcurrentHashMap<>();
-
-    final LongAdder bytesWritten = new LongAdder();
-    final LongAdder bytesRead = new LongAdder();
-    final LongAdder filesWritten = new LongAdder();
-    final LongAdder stateFilesWritten = new LongAdder();
-    final LongAdder sinkFilesWritten = new LongAdder();
-    final LongAdder delayMs = new LongAdder();
-    final DoubleAdder modelMs = new DoubleAdder();
-    final LongAdder slowNodeWaits = new LongAdder();
-    final LongAdder slowNodeWaitMs = new LongAdder();
-    final LongAdder favoredCreates = new LongAdder();
-
-    Counters() {
-      for (Op op : Op.values()) {
-        ops.put(op, new LongAdder());
-        stateOps.put(op, new LongAdder());
-        sinkOps.put(op, new LongAdder());
-      }
-    }
-
-    /** Counts one request of kind {@code op} on {@code area}. */
-    void count(Op op, Area area) {
-      ops.get(op).increment();
-      if (area == Area.STATE) {
-        stateOps.get(op).increment();
-      } else if (area == Area.SINK) {
-        sinkOps.get(op).increment();
-      }
-    }
-
-    /** Counts one file written (a stream closed) on {@code area}. */
-    void countFile(Area area) {
-      filesWritten.increment();
-      if (area == Area.STATE) {
-        stateFilesWritten.increment();
-      } else if (area == Area.SINK) {
-        sinkFilesWritten.increment();
-      }
-    }
-
-    /**
-     * A snapshot: operation counts by lower-case kind ({@code create}, {@code write} = a stream's
-     * close, {@code open}, {@code rename}, {@code delete}, {@code mkdirs}, {@code status}, {@code
-     * list}), {@code metadataOps} (every kind but write and open), {@code bytesWritten}, {@code
-     * bytesRead}, {@code filesWritten} (streams closed), {@code stateFilesWritten} (those under a
-     * {@code /state/} directory: state store files, not Spark's offset and commit logs), {@code
-     * delayMs} (time spent in injected latency) and {@code modelMs} (the latencies drawn, before
-     * {@code fs.simfs.latencyScale}; rounded down).
-     *
-     * <p>The same split for the other requests: {@code stateCreate}, {@code stateOpen}, {@code
-     * stateRename}, {@code stateDelete}, {@code stateMkdirs}, {@code stateStatus}, {@code
-     * stateList} count those of each kind on a path under a {@code /state/} directory (a rename
-     * when its source or its target is), and {@code stateMetadataOps} is the part of {@code
-     * metadataOps} among them. The data writes under {@code /state/} are {@code stateFilesWritten}.
-     * The same for the file sink's output, under a {@code /sink/} directory: {@code sinkCreate},
-     * ..., {@code sinkMetadataOps}, {@code sinkFilesWritten}.
-     *
-     * <p>slow-datanode-periods: {@code slowNodeWaits} counts the data writes and syncs that waited
-     * for a slow DataNode of their pipeline, {@code slowNodeWaitMs} the model's time they waited
-     * (before {@code fs.simfs.latencyScale}), {@code favoredCreates} the creates that named
-     * favoured DataNodes ({@link #create(Path, boolean, List)}).
-     */
-    public Map<String, Long> snapshot() {
-      Map<String, Long> m = new TreeMap<>();
-      long metadata = 0;
-      long stateMetadata = 0;
-      long sinkMetadata = 0;
-      for (Op op : Op.values()) {
-        long n = ops.get(op).sum();
-        m.put(op.counterName(), n);
-        metadata += op.isMetadata() ? n : 0;
-        if (op != Op.WRITE) {
-          long s = stateOps.get(op).sum();
-          m.put(areaKey(Area.STATE, op), s);
-          stateMetadata += op.isMetadata() ? s : 0;
-          long k = sinkOps.get(op).sum();
-          m.put(areaKey(Area.SINK, op), k);
-          sinkMetadata += op.isMetadata() ? k : 0;
-        }
-      }
-      m.put("metadataOps", metadata);
-      m.put("stateMetadataOps", stateMetadata);
-      m.put("sinkMetadataOps", sinkMetadata);
-      m.put("bytesWritten", bytesWritten.sum());
-      m.put("bytesRead", bytesRead.sum());
-      m.put("filesWritten", filesWritten.sum());
-      m.put("stateFilesWritten", stateFilesWritten.sum());
-      m.put("sinkFilesWritten", sinkFilesWritten.sum());
-      m.put("delayMs", delayMs.sum());
-      m.put("modelMs", (long) modelMs.sum());
-      m.put("slowNodeWaits", slowNodeWaits.sum());
-      m.put("slowNodeWaitMs", slowNodeWaitMs.sum());
-      m.put("favoredCreates", favoredCreates.sum());
-      return m;
-    }
-  }
-
   /**
-   * The {@link Counters#snapshot()} key of the requests of kind {@code op} under a {@code /state/}
-   * directory: {@code state} and the kind, capitalized ({@code stateCreate}, {@code stateList}).
+   * The counters of {@code authority} in this process ({@link ProcessResources#shared()}; created
+   * empty if nothing used it yet).
    */
-  static String stateKey(Op op) {
-    return areaKey(Area.STATE, op);
-  }
-
-  /**
-   * The {@link Counters#snapshot()} key of the requests of kind {@code op} on {@code area} ({@code
-   * STATE} or {@code SINK}): the area's name in lower case and the kind, capitalized ({@code
-   * stateCreate}, {@code sinkList}).
-   */
-  static String areaKey(Area area, Op op) {
-    String kind = op.counterName();
-    return area.name().toLowerCase(java.util.Locale.ROOT)
-        + Character.toUpperCase(kind.charAt(0))
-        + kind.substring(1);
-  }
-
-  /** The counters of {@code authority} (created empty if nothing used it yet). */
-  public static Counters counters(String authority) {
-    return COUNTERS.computeIfAbsent(authority, a -> new Counters());
+  public static SimulatedCounters counters(String authority) {
+    return Shared.of(ProcessResources.shared())
+        .counters
+        .computeIfAbsent(authority, a -> new SimulatedCounters());
   }
 
   @Override
@@ -288,7 +165,8 @@ public final class SimulatedFileSystem extends FileSystem
             conf.getDouble("fs.simfs.latencyScale", 1.0),
             conf.getInt("fs.simfs.datanodes", DataNodeCluster.DEFAULT_DATANODES),
             conf.getInt("fs.simfs.replication", DataNodeCluster.DEFAULT_REPLICATION));
-    this.counters = counters(authority);
+    this.shared = Shared.of(ProcessResources.shared());
+    this.counters = shared.counters.computeIfAbsent(authority, a -> new SimulatedCounters());
     local.initialize(URI.create("file:///"), conf);
   }
 
@@ -359,27 +237,14 @@ public final class SimulatedFileSystem extends FileSystem
     return discardState && STREAMSTATE_FILES.matcher(p.toString()).find();
   }
 
-  /**
-   * Where {@code p} is: under a checkpoint's {@code state/} directory (a state store's file or
-   * directory, any provider's), under the file sink's {@code sink/} directory, or elsewhere
-   * (Spark's offset, commit and metadata logs).
-   */
+  /** Where {@code p} is ({@link Area#of(String)}). */
   private static Area area(java.nio.file.Path p) {
-    String s = p.toString();
-    if (STATE_FILES.matcher(s).find()) {
-      return Area.STATE;
-    }
-    return SINK_FILES.matcher(s).find() ? Area.SINK : Area.OTHER;
+    return Area.of(p.toString());
   }
 
-  /** The area of a rename: state or sink when either side is (state first). */
+  /** The area of a rename ({@link Area#of(String, String)}). */
   private static Area area(java.nio.file.Path source, java.nio.file.Path target) {
-    Area a = area(source);
-    Area b = area(target);
-    if (a == Area.STATE || b == Area.STATE) {
-      return Area.STATE;
-    }
-    return a == Area.SINK || b == Area.SINK ? Area.SINK : Area.OTHER;
+    return Area.of(source.toString(), target.toString());
   }
 
   /** The model this instance draws from; tests set its clock. */
@@ -491,7 +356,7 @@ public final class SimulatedFileSystem extends FileSystem
     DataNodeCluster cluster = model.cluster();
     int[] pipeline = cluster == null ? null : cluster.pickPipeline(favoredNodes);
     DelayedCloseStream stream = new DelayedCloseStream(out, area, p.toString(), pipeline);
-    OPEN_STREAMS.put(p.toString(), stream);
+    shared.openStreams.put(p.toString(), stream);
     return new FSDataOutputStream(stream, null);
   }
 
@@ -522,7 +387,7 @@ public final class SimulatedFileSystem extends FileSystem
     if (!Files.exists(p)) {
       throw new FileNotFoundException(f.toString());
     }
-    DelayedCloseStream open = OPEN_STREAMS.remove(p.toString());
+    DelayedCloseStream open = shared.openStreams.remove(p.toString());
     if (open != null) {
       open.fence();
     }
@@ -531,7 +396,7 @@ public final class SimulatedFileSystem extends FileSystem
 
   @Override
   public boolean isFileClosed(Path f) {
-    return !OPEN_STREAMS.containsKey(toLocal(f).toString());
+    return !shared.openStreams.containsKey(toLocal(f).toString());
   }
 
   @Override
@@ -696,7 +561,7 @@ public final class SimulatedFileSystem extends FileSystem
         return;
       }
       closed = true;
-      OPEN_STREAMS.remove(localPath, this);
+      shared.openStreams.remove(localPath, this);
       super.close();
       checkLease();
       long pending = bytes - syncedBytes;
