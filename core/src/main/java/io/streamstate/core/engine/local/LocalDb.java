@@ -61,6 +61,9 @@ public final class LocalDb implements AutoCloseable {
 
   private static final byte[] NO_BYTES = new byte[0];
 
+  /** The SST format every supported RocksDB reads (docs/spark-lines.md). */
+  static final int SST_FORMAT_VERSION = 5;
+
   /** The process's open instances, this one among them while it is open. */
   private final OpenDatabases openDatabases;
 
@@ -93,6 +96,10 @@ public final class LocalDb implements AutoCloseable {
             .setPartitionFilters(true)
             .setMetadataBlockSize(4096)
             .setPinTopLevelIndexAndFilter(true)
+            // SST format 5, not 9.x's default 6: snapshots share SST files across Spark lines,
+            // and RocksDB 8.3 (Spark 3.5's) cannot read format 6 ("unsupported format_version"),
+            // so a checkpoint moved back from 4.x to 3.5 would not load.
+            .setFormatVersion(SST_FORMAT_VERSION)
             .setCacheIndexAndFilterBlocksWithHighPriority(true);
     this.familyOptions =
         new ColumnFamilyOptions()
