@@ -22,15 +22,12 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.hadoop.fs.BulkDelete;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
-import org.apache.hadoop.fs.LeaseRecoverable;
 import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
@@ -117,7 +114,8 @@ import org.slf4j.LoggerFactory;
  * this class routes each call (local disk, appends, fencing, reads, listing).
  *
  * <p>{@link #close()} does not close the {@code FileSystem}: Hadoop caches and shares instances.
- * Requires Hadoop 3.4.1+ at run time ({@code createBulkDelete}). Thread-safe.
+ * Runs on Hadoop 3.3.4 and later (bulk delete where the Hadoop has it: {@link HadoopCompat}).
+ * Thread-safe.
  */
 public final class HadoopStorage
     implements Storage, SupportsBulkDelete, SupportsAppend, SupportsLateWriteReports {
@@ -377,7 +375,7 @@ public final class HadoopStorage
    */
   public boolean canFence() {
     return method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE
-        || (appendable && fs instanceof LeaseRecoverable);
+        || (appendable && HadoopCompat.leaseRecoverer(fs) != null);
   }
 
   /** How long {@link #fence} waits for lease recovery at most. */
@@ -387,9 +385,9 @@ public final class HadoopStorage
    * {@inheritDoc}
    *
    * <p>Local file systems: through {@link LocalStorage} (the file's lock). Elsewhere the file
-   * system must recover leases ({@code org.apache.hadoop.fs.LeaseRecoverable}: HDFS): {@code
-   * recoverLease} is called until the NameNode reports the file closed (block recovery can take
-   * seconds), at most two minutes.
+   * system must recover leases ({@code recoverLease(Path)}: HDFS): {@code recoverLease} is called
+   * until the NameNode reports the file closed (block recovery can take seconds), at most two
+   * minutes.
    */
   @Override
   public void fence(String name) {
@@ -397,7 +395,8 @@ public final class HadoopStorage
       localCreates.fence(name);
       return;
     }
-    if (!appendable || !(fs instanceof LeaseRecoverable leases)) {
+    HadoopCompat.LeaseRecoverer leases = appendable ? HadoopCompat.leaseRecoverer(fs) : null;
+    if (leases == null) {
       throw new UnsupportedException(
           describe() + " cannot fence a writer: its file system does not recover leases");
     }
@@ -490,28 +489,7 @@ public final class HadoopStorage
       names.forEach(localCreates::delete);
       return;
     }
-    List<Path> paths = names.stream().map(this::resolve).toList();
-    try (BulkDelete bulk = fs.createBulkDelete(root)) {
-      int pageSize = Math.max(1, bulk.pageSize());
-      for (int from = 0; from < paths.size(); from += pageSize) {
-        List<Map.Entry<Path, String>> failures =
-            bulk.bulkDelete(paths.subList(from, Math.min(paths.size(), from + pageSize)));
-        if (!failures.isEmpty()) {
-          Map.Entry<Path, String> first = failures.get(0);
-          throw new RetryableException(
-              "Cannot delete "
-                  + failures.size()
-                  + " files under "
-                  + describe()
-                  + ", first "
-                  + first.getKey()
-                  + ": "
-                  + first.getValue());
-        }
-      }
-    } catch (IOException e) {
-      throw new RetryableException("Cannot delete files under " + describe() + ": " + e, e);
-    }
+    HadoopCompat.deleteAll(fs, root, names.stream().map(this::resolve).toList(), describe());
   }
 
   @Override

@@ -14,6 +14,7 @@ import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
+import io.streamstate.core.storage.SupportsBulkDelete;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -231,6 +232,23 @@ public abstract class StorageContractTests {
 
     assertThat(read("dir/b")).isEqualTo(utf8("b"));
     assertThat(names("dir/")).containsExactly("dir/b");
+  }
+
+  @Test
+  void bulkDeleteRemovesExactlyTheNamedFilesAndIgnoresMissingOnes() {
+    if (!(storage instanceof SupportsBulkDelete bulk)) {
+      Assumptions.abort(storage.describe() + " has no bulk delete");
+      return;
+    }
+    for (String name : List.of("bulk/a", "bulk/b", "bulk/c", "bulk/d", "bulk/sub/e")) {
+      storage.create(name, bytes(name));
+    }
+
+    bulk.deleteAll(List.of("bulk/a", "bulk/c", "bulk/never", "bulk/sub/e"));
+    bulk.deleteAll(List.of());
+
+    assertThat(names("bulk/")).containsExactlyInAnyOrder("bulk/b", "bulk/d");
+    assertThat(read("bulk/b")).isEqualTo(utf8("bulk/b"));
   }
 
   @Test
