@@ -25,8 +25,10 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.rocksdb.RocksDB;
 
 /**
  * Files of every earlier format version still load. {@code format-v1/} holds the durable files of
@@ -153,6 +155,11 @@ class FormatCompatibilityTest {
   @Test
   void snapshotsWrittenBeforeHedgedUploadsLoadAndLaterHedgedSnapshotsReuseTheirSsts()
       throws Exception {
+    // The fixture's SSTs are in RocksDB 9's default format 6, written before SST format 5 was
+    // pinned: RocksDB 8 (Spark 3.5's, the testkit's second run) cannot read them, by design.
+    Assumptions.assumeTrue(
+        RocksDB.rocksdbVersion().getMajor() >= 9,
+        "snapshot-v1's SSTs (format 6) need RocksDB 9 (docs/spark-lines.md)");
     Path root = copyOfFixture("snapshot-v1");
     List<String> names;
     try (Stream<Path> walk = Files.walk(root)) {

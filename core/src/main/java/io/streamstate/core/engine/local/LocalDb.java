@@ -125,8 +125,15 @@ public final class LocalDb implements AutoCloseable {
       this.db = RocksDB.open(dbOptions, dir.toString(), descriptors, handles);
     } catch (RocksDBException e) {
       closeOptions();
+      String hint =
+          String.valueOf(e.getMessage()).contains("unsupported format_version")
+              ? " (its snapshot's SST files were written by a newer RocksDB than this JVM's: a"
+                  + " checkpoint snapshotted on Spark 4.x by a streamstate release before SST"
+                  + " format 5 loads on Spark 4.x only; load it there once so that a newer"
+                  + " snapshot replaces them, see docs/spark-lines.md)"
+              : "";
       throw new StreamStateException(
-          "Cannot open local RocksDB of store " + storeName + " in " + dir + ": " + e, e);
+          "Cannot open local RocksDB of store " + storeName + " in " + dir + ": " + e + hint, e);
     }
     for (int i = 0; i < names.size(); i++) {
       families.put(names.get(i), handles.get(i));
