@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedPublish;
@@ -90,7 +91,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
    * publishes, hedges fired and won, losers cleaned or left. For tests and tools.
    */
   public static HedgeMetrics.Snapshot hedgeMetrics() {
-    return HedgedSinkWrites.totals();
+    return HedgedSinkWrites.of(ProcessResources.shared()).totals();
   }
 
   // f1
@@ -102,9 +103,12 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot register the sink spill file system", e);
     }
+    // Spark made this instance by class name: the process's sink writes serve its task.
+    HedgedSinkWrites sinkWrites = HedgedSinkWrites.of(ProcessResources.shared());
     task =
         new TaskOutputs(
             taskContext,
+            sinkWrites,
             HedgedSinkWrites.spillRoot()
                 .resolve(taskContext.getTaskAttemptID() + "-" + UUID.randomUUID()));
   }
@@ -140,7 +144,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     try {
       if (!outputs.files.isEmpty()) {
         HedgedSinkWrites.SinkLocation location =
-            HedgedSinkWrites.location(outputPath, taskContext.getConfiguration());
+            outputs.sinkWrites.location(outputPath, taskContext.getConfiguration());
         for (OutputFile file : outputs.files) {
           statuses.add(publish(outputs, location, file));
         }
@@ -171,7 +175,9 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     HedgedPublish result;
     try {
       result =
-          HedgedSinkWrites.writer(outputs.conf(), length)
+          outputs
+              .sinkWrites
+              .writer(outputs.conf(), length)
               .publish(location.storage(), file.primaryName(), file.alternateName(), content);
     } finally {
       content.settle(); // the losing copy, if still copying, stops at its next chunk
@@ -208,7 +214,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     try {
       if (!outputs.published.isEmpty()) {
         HedgedSinkWrites.SinkLocation location =
-            HedgedSinkWrites.location(outputPath, taskContext.getConfiguration());
+            outputs.sinkWrites.location(outputPath, taskContext.getConfiguration());
         for (String name : outputs.published) {
           try {
             location.storage().delete(name);
@@ -252,13 +258,18 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
   private static final class TaskOutputs {
     final TaskAttemptContext context;
     final String attempt;
+    final HedgedSinkWrites sinkWrites;
     final java.nio.file.Path spillDirectory;
     final List<OutputFile> files = new ArrayList<>();
     final List<String> published = new ArrayList<>();
     final List<SpillContent> inFlight = new ArrayList<>();
 
-    TaskOutputs(TaskAttemptContext context, java.nio.file.Path spillDirectory) {
+    TaskOutputs(
+        TaskAttemptContext context,
+        HedgedSinkWrites sinkWrites,
+        java.nio.file.Path spillDirectory) {
       this.context = context;
+      this.sinkWrites = sinkWrites;
       this.attempt = String.valueOf(context.getTaskAttemptID());
       this.spillDirectory = spillDirectory;
     }

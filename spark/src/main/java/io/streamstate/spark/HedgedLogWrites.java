@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
@@ -20,8 +21,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -69,9 +70,10 @@ import org.slf4j.LoggerFactory;
  *       DataNodePlacement}): the copy is created on other DataNodes.
  * </ul>
  *
- * <p>One {@link HedgedWriter} per JVM and policy, separate from the state stores' (log writes have
- * their own latencies), with the policy of our {@code hedge.*} keys if Spark copied them into the
- * Hadoop configuration (it copies every SQL conf), else {@link HedgePolicy#defaults()}.
+ * <p>One {@link HedgedWriter} per process and policy ({@link Hedgers.Kind#SPARK_LOGS}), separate
+ * from the state stores' (log writes have their own latencies), with the policy of our {@code
+ * hedge.*} keys if Spark copied them into the Hadoop configuration (it copies every SQL conf), else
+ * {@link HedgePolicy#defaults()}.
  */
 final class HedgedLogWrites {
   private static final Logger LOG = LoggerFactory.getLogger(HedgedLogWrites.class);
@@ -83,61 +85,41 @@ final class HedgedLogWrites {
   static final int TRAILER_LENGTH = 16;
   private static final byte[] MAGIC = {'S', 'S', 'L', 'H'};
 
-  /** One writer per JVM and policy (normally one), shared by every manager of the JVM. */
-  private static final Map<String, HedgedWriter> WRITERS = new HashMap<>();
-
-  /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
-  private static final AtomicLong PRIMARY_FAILURES_AFTER_HEDGE = new AtomicLong();
-
   private final FileSystem fs;
   private final HedgedWriter writer;
   private final DataNodePlacement placement;
   private final Map<Path, HadoopStorage> storages = new ConcurrentHashMap<>();
 
-  HedgedLogWrites(FileSystem fs, Configuration conf, DataNodePlacement placement) {
+  /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
+  private final AtomicLong primaryFailuresAfterHedge;
+
+  HedgedLogWrites(
+      FileSystem fs, Configuration conf, DataNodePlacement placement, ProcessResources resources) {
     this.fs = fs;
-    this.writer = sharedWriter(policy(conf));
+    this.writer = writerOf(resources, conf);
     this.placement = placement;
+    this.primaryFailuresAfterHedge =
+        CheckpointProcessState.of(resources).primaryFailuresAfterHedge();
   }
 
-  /** The policy of our {@code hedge.*} keys in {@code conf}. */
-  static HedgePolicy policy(Configuration conf) {
-    Map<String, String> keys = new HashMap<>();
-    String prefix = StreamStateConf.PREFIX + "hedge.";
-    for (Map.Entry<String, String> e : conf) {
-      if (e.getKey().startsWith(prefix)) {
-        keys.put(e.getKey(), e.getValue());
-      }
-    }
-    return StreamStateConf.hedgePolicy(keys);
-  }
-
-  private static synchronized HedgedWriter sharedWriter(HedgePolicy policy) {
-    return WRITERS.computeIfAbsent(policy.toString(), k -> new HedgedWriter(policy));
+  /** The process's writer of log entries for the policy of {@code conf}. */
+  private static HedgedWriter writerOf(ProcessResources resources, Configuration conf) {
+    return Hedgers.of(resources).writer(Hedgers.Kind.SPARK_LOGS, StreamStateConf.hedgePolicy(conf));
   }
 
   /** The counters of the writer that managers with {@code conf} use; for tests and tools. */
-  static HedgeMetrics.Snapshot metrics(Configuration conf) {
-    return sharedWriter(policy(conf)).policy().metrics().snapshot();
+  static HedgeMetrics.Snapshot metrics(ProcessResources resources, Configuration conf) {
+    return writerOf(resources, conf).policy().metrics().snapshot();
   }
 
   /** The hedge deadline now of the writer that managers with {@code conf} use; for tests. */
-  static java.time.Duration deadline(Configuration conf) {
-    return sharedWriter(policy(conf)).policy().deadline();
+  static Duration deadline(ProcessResources resources, Configuration conf) {
+    return writerOf(resources, conf).policy().deadline();
   }
 
-  /** The counters of every log-write hedger of this JVM, summed; for tests and tools. */
-  static synchronized HedgeMetrics.Snapshot totals() {
-    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
-    for (HedgedWriter w : WRITERS.values()) {
-      sum = sum.plus(w.policy().metrics().snapshot());
-    }
-    return sum;
-  }
-
-  /** Primary writes that failed after their hedge won, in this JVM. */
-  static long primaryFailuresAfterHedge() {
-    return PRIMARY_FAILURES_AFTER_HEDGE.get();
+  /** Primary writes that failed after their hedge won, in the process of {@code resources}. */
+  static long primaryFailuresAfterHedge(ProcessResources resources) {
+    return CheckpointProcessState.of(resources).primaryFailuresAfterHedge().get();
   }
 
   boolean enabled() {
@@ -358,7 +340,7 @@ final class HedgedLogWrites {
     }
 
     private void tornAfterHedge(Throwable cause) {
-      PRIMARY_FAILURES_AFTER_HEDGE.incrementAndGet();
+      primaryFailuresAfterHedge.incrementAndGet();
       LOG.warn(
           "Writing {} failed after its hedge copy {} had completed: the entry stays incomplete at"
               + " its name and this manager reads it from the copy (Spark's default manager cannot;"

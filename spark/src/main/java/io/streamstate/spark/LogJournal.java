@@ -22,7 +22,7 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
@@ -52,7 +52,7 @@ import org.slf4j.LoggerFactory;
  * create would. An entry is published as a plain file only as the hedge of a late append; the
  * writer then checks that no newer journal exists, so a writer fenced meanwhile learns it.
  *
- * <p>One instance per log directory per JVM ({@link #of}); thread-safe.
+ * <p>One instance per log directory per process ({@link LogJournals#journal}); thread-safe.
  */
 final class LogJournal {
   private static final Logger LOG = LoggerFactory.getLogger(LogJournal.class);
@@ -65,16 +65,19 @@ final class LogJournal {
   private static final byte PUT = 1;
   private static final byte DELETE = 2;
 
-  /** A journal rolls to the next epoch after this many records (entries and deletes). */
-  static final int DEFAULT_ROLL_RECORDS = 2048;
-
-  /** {@link #DEFAULT_ROLL_RECORDS}; tests lower it. */
-  static volatile int rollRecords = DEFAULT_ROLL_RECORDS;
-
-  private static final Map<String, LogJournal> BY_DIR = new ConcurrentHashMap<>();
-  private static final AtomicLong APPENDS = new AtomicLong();
-
   private final HadoopStorage storage;
+
+  /**
+   * The journal rolls to the next epoch after this many records (entries and deletes), or twice its
+   * live entries if more ({@link StreamStateConf#LOG_JOURNAL_ROLL_RECORDS}).
+   */
+  private final int rollRecords;
+
+  /** The process's count of appends to log journals. */
+  private final AtomicLong appends;
+
+  /** Closes and deletes rolled journals: the process's pool. */
+  private final Executor background;
 
   /** Set by the first manager that hedges (a reading manager may have made this journal). */
   private volatile HedgedWriter hedger;
@@ -90,47 +93,36 @@ final class LogJournal {
   /** A journal whose append was late (hedged): the next write moves on to the next epoch. */
   private volatile AppendableFile retired;
 
-  private LogJournal(HadoopStorage storage, HedgedWriter hedger) {
+  /** Made by {@link LogJournals#journal}, one per log directory per process. */
+  LogJournal(
+      HadoopStorage storage,
+      HedgedWriter hedger,
+      int rollRecords,
+      AtomicLong appends,
+      Executor background) {
     this.storage = storage;
     this.hedger = hedger;
+    this.rollRecords = rollRecords;
+    this.appends = appends;
+    this.background = background;
+  }
+
+  /** Hedges appends with {@code hedger} from now on, unless this journal already has a hedger. */
+  void hedgeWith(HedgedWriter hedger) {
+    if (this.hedger == null && hedger != null) {
+      this.hedger = hedger;
+    }
   }
 
   /**
-   * The journal of the log directory {@code storage} is rooted at, in this JVM.
-   *
-   * @param hedger hedges appends with a plain entry file (null: not hedged)
+   * The process dies: the writer's journal is closed, as the death of its process closes it (and
+   * drops its lock), and this journal stops being the writer.
    */
-  static LogJournal of(HadoopStorage storage, HedgedWriter hedger) {
-    LogJournal journal =
-        BY_DIR.computeIfAbsent(storage.describe(), d -> new LogJournal(storage, hedger));
-    if (journal.hedger == null && hedger != null) {
-      journal.hedger = hedger;
+  synchronized void die() {
+    if (current != null) {
+      current.close();
+      release();
     }
-    return journal;
-  }
-
-  /**
-   * Forgets every journal of this JVM, as a new process would start (tests). With {@code
-   * writersDie}, each writer's journal is closed first, as the death of its process closes it (and
-   * drops its lock); without, the writers live on as zombies.
-   */
-  static void forgetAllForTests(boolean writersDie) {
-    if (writersDie) {
-      for (LogJournal j : BY_DIR.values()) {
-        synchronized (j) {
-          if (j.current != null) {
-            j.current.close();
-            j.release();
-          }
-        }
-      }
-    }
-    BY_DIR.clear();
-  }
-
-  /** Appends to log journals in this JVM (tests, metrics). */
-  static long appends() {
-    return APPENDS.get();
   }
 
   static boolean isJournalName(String name) {
@@ -318,7 +310,7 @@ final class LogJournal {
         giveUp();
         throw e;
       }
-      APPENDS.incrementAndGet();
+      appends.incrementAndGet();
       currentRecords++;
       pendingDeletes.clear();
       entries.put(batchId, bytes);
@@ -362,17 +354,17 @@ final class LogJournal {
         checkNoNewerJournal(epoch);
       }
     } catch (RuntimeException e) {
-      BACKGROUND.execute(old::close);
+      background.execute(old::close);
       giveUp(); // closes the new journal
       throw e;
     }
     if (hedgeWon) {
       plainEntries.add(batchId); // the new journal is retired: the older ones stay until a roll
-      BACKGROUND.execute(old::close);
+      background.execute(old::close);
     } else {
       closeAndDeleteUpTo(old, oldEpoch);
     }
-    APPENDS.incrementAndGet();
+    appends.incrementAndGet();
     currentRecords = entries.size() + pendingDeletes.size() + 1;
     pendingDeletes.clear();
     entries.put(batchId, bytes);
@@ -423,7 +415,7 @@ final class LogJournal {
    * in the background.
    */
   private void closeAndDeleteUpTo(AppendableFile old, long epoch) {
-    BACKGROUND.execute(
+    background.execute(
         () -> {
           old.close();
           for (FileInfo f : storage.list("")) {
@@ -459,7 +451,7 @@ final class LogJournal {
           giveUp();
           throw e;
         }
-        APPENDS.incrementAndGet();
+        appends.incrementAndGet();
         currentRecords++;
         pendingDeletes.clear();
       }
@@ -537,7 +529,7 @@ final class LogJournal {
     AppendableFile file = current;
     release();
     if (file != null) {
-      BACKGROUND.execute(file::close);
+      background.execute(file::close);
     }
   }
 
@@ -746,12 +738,4 @@ final class LogJournal {
       return where(name);
     }
   }
-
-  private static final java.util.concurrent.ExecutorService BACKGROUND =
-      java.util.concurrent.Executors.newCachedThreadPool(
-          task -> {
-            Thread t = new Thread(task, "streamstate-log-journal");
-            t.setDaemon(true);
-            return t;
-          });
 }

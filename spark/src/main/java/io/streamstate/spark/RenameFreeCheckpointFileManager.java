@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.hadoop.CreateIfAbsent;
@@ -128,9 +129,6 @@ import org.slf4j.LoggerFactory;
 public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private static final Logger LOG = LoggerFactory.getLogger(RenameFreeCheckpointFileManager.class);
 
-  /** File systems already warned about single-writer mode: warn once per JVM and file system. */
-  private static final Set<String> WARNED_SINGLE_WRITER = ConcurrentHashMap.newKeySet();
-
   private final FileSystemBasedCheckpointFileManager delegate;
   private final FileSystem fs;
   private final Path checkpointPath;
@@ -173,20 +171,18 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   private static final Object PLAIN = new Object();
 
-  /**
-   * Log directories known in this JVM to hold no journal (never enabled there): not listed again.
-   */
-  private static final Set<String> NO_JOURNALS = ConcurrentHashMap.newKeySet();
+  /** The process's log journals (and what managers learnt about them). */
+  private final LogJournals journals;
 
-  /** Stores already warned that they cannot journal: once per JVM and file system. */
-  private static final Set<String> WARNED_NO_JOURNAL = ConcurrentHashMap.newKeySet();
+  /** {@link StreamStateConf#LOG_JOURNAL_ROLL_RECORDS} of the configuration. */
+  private final int journalRollRecords;
 
-  /** Times {@link #exists} answered from {@link #writtenLogDirs}, in this JVM (tests, metrics). */
-  private static final java.util.concurrent.atomic.AtomicLong EXISTS_ANSWERED_LOCALLY =
-      new java.util.concurrent.atomic.AtomicLong();
+  /** The process's state of checkpoint file managers (warnings given, counters). */
+  private final CheckpointProcessState processState;
 
   /**
-   * The constructor Spark calls ({@code CheckpointFileManager.create}).
+   * The constructor Spark calls ({@code CheckpointFileManager.create}): the manager belongs to the
+   * process's {@link ProcessResources#shared() resources}.
    *
    * @param path the directory this manager is for (a checkpoint, a log, a state directory)
    * @param hadoopConf the Hadoop configuration, with Spark's SQL settings copied in
@@ -194,18 +190,31 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
    *     accepted
    */
   public RenameFreeCheckpointFileManager(Path path, Configuration hadoopConf) {
+    this(path, hadoopConf, ProcessResources.shared());
+  }
+
+  /**
+   * A manager whose hedgers and log journals are those of {@code resources} (embedding, tests).
+   *
+   * @see #RenameFreeCheckpointFileManager(Path, Configuration)
+   */
+  public RenameFreeCheckpointFileManager(
+      Path path, Configuration hadoopConf, ProcessResources resources) {
     this.delegate = new FileSystemBasedCheckpointFileManager(path, hadoopConf);
     this.fs = delegate.fs();
     this.checkpointPath = path;
     this.local = CreateIfAbsent.rawLocal(fs);
-    this.method = detect(fs, path, hadoopConf);
+    this.processState = CheckpointProcessState.of(resources);
+    this.method = detect(fs, path, hadoopConf, processState);
     this.placement = DataNodePlacement.of(fs);
     this.hedges =
         method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
-            ? new HedgedLogWrites(fs, hadoopConf, placement)
+            ? new HedgedLogWrites(fs, hadoopConf, placement, resources)
             : null;
     this.logJournalEnabled =
         Boolean.parseBoolean(hadoopConf.get(StreamStateConf.LOG_JOURNAL, "false").trim());
+    this.journals = LogJournals.of(resources);
+    this.journalRollRecords = StreamStateConf.logJournalRollRecords(hadoopConf);
   }
 
   // ---- log journals (docs/protocol.md, "Spark log journal") ----
@@ -237,9 +246,10 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     if (logJournalEnabled) {
       HadoopStorage storage = HadoopStorage.open(fs, dir);
       if (storage.appendSupported() && storage.canFence()) {
-        return LogJournal.of(storage, hedges == null ? null : hedges.writer());
+        return journals.journal(
+            storage, hedges == null ? null : hedges.writer(), journalRollRecords);
       }
-      if (WARNED_NO_JOURNAL.add(fs.getUri().toString())) {
+      if (journals.firstWarningOfNoJournal(fs.getUri().toString())) {
         LOG.warn(
             "{} is set but {} cannot append and fence ({}): Spark's log entries are written as"
                 + " files",
@@ -248,16 +258,16 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
             fs.getClass().getName());
       }
     }
-    if (NO_JOURNALS.contains(dir.toString())
+    if (journals.knownWithoutJournal(dir.toString())
         || method == CreateIfAbsent.Method.CONDITIONAL_CREATE) {
       return PLAIN;
     }
     HadoopStorage storage = HadoopStorage.open(fs, dir);
-    LogJournal journal = LogJournal.of(storage, null);
+    LogJournal journal = journals.journal(storage, null, journalRollRecords);
     if (journal.hasJournals()) {
       return journal;
     }
-    NO_JOURNALS.add(dir.toString());
+    journals.noteNoJournal(dir.toString());
     return PLAIN;
   }
 
@@ -293,7 +303,8 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         () -> {});
   }
 
-  private static CreateIfAbsent.Method detect(FileSystem fs, Path path, Configuration conf) {
+  private static CreateIfAbsent.Method detect(
+      FileSystem fs, Path path, Configuration conf, CheckpointProcessState processState) {
     Optional<CreateIfAbsent.Method> detected;
     try {
       detected = CreateIfAbsent.detect(fs, path);
@@ -319,7 +330,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
               + HadoopStorages.SPARK_ALLOW_SINGLE_WRITER
               + "=true to accept that risk, or use Spark's default checkpoint file manager.");
     }
-    if (WARNED_SINGLE_WRITER.add(fs.getUri().toString())) {
+    if (processState.firstWarningOfSingleWriter(fs.getUri().toString())) {
       LOG.warn(
           "{} ({}) does not guarantee create-if-absent; checkpoint files are written in"
               + " single-writer mode ({}=true): two queries on one checkpoint may both believe"
@@ -347,7 +358,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
           journal.writeOut();
           Path dir = fs.makeQualified(path.getParent());
           logModes.put(dir, PLAIN);
-          NO_JOURNALS.add(dir.toString());
+          journals.noteNoJournal(dir.toString());
         }
       }
       switch (method) {
@@ -874,16 +885,19 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
       Path qualified = fs.makeQualified(path);
       Set<String> names = writtenLogDirs.get(qualified.getParent());
       if (names != null && !names.contains(qualified.getName())) {
-        EXISTS_ANSWERED_LOCALLY.incrementAndGet();
+        processState.existsAnsweredLocally().incrementAndGet();
         return false;
       }
     }
     return delegate.exists(path);
   }
 
-  /** Times {@link #exists} answered "absent" without a request, in this JVM. */
+  /**
+   * Times {@link #exists} answered "absent" without a request, by the managers of this process
+   * ({@link ProcessResources#shared()}).
+   */
   public static long existsAnsweredLocally() {
-    return EXISTS_ANSWERED_LOCALLY.get();
+    return CheckpointProcessState.of(ProcessResources.shared()).existsAnsweredLocally().get();
   }
 
   /**

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.hadoop.HadoopStorages;
 import java.io.IOException;
@@ -18,21 +19,27 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreId;
  * Where a provider keeps its files: the durable {@link Storage} and prefix of a store, and its
  * local working directory.
  *
- * <p>One {@link Storage} per state root ({@code <checkpoint>/state}) per JVM, shared by all the
- * partitions and operators of a query: the first provider of a root opens it with its Hadoop
- * configuration. Each store is a prefix in it: {@code <operatorId>/<partitionId>/} plus {@code
- * <storeName>/} for named stores (joins), exactly the directory Spark's own providers use ({@link
+ * <p>One {@link Storage} per state root ({@code <checkpoint>/state}) per process (this registry is
+ * a component of its {@link ProcessResources}), shared by all the partitions and operators of a
+ * query: the first provider of a root opens it with its Hadoop configuration. Each store is a
+ * prefix in it: {@code <operatorId>/<partitionId>/} plus {@code <storeName>/} for named stores
+ * (joins), exactly the directory Spark's own providers use ({@link
  * StateStoreId#storeCheckpointLocation()}).
  */
 final class StoreLocations {
-  private static final Map<URI, Storage> STORAGES = new ConcurrentHashMap<>();
+  private final Map<URI, Storage> storages = new ConcurrentHashMap<>();
 
   private StoreLocations() {}
+
+  /** The registry of {@code resources}. */
+  static StoreLocations of(ProcessResources resources) {
+    return resources.component(StoreLocations.class, StoreLocations::new);
+  }
 
   /** A store's storage and its prefix in it (ends with {@code /}). */
   record Location(Storage storage, String prefix) {}
 
-  static Location resolve(StateStoreId id, Configuration hadoopConf) {
+  Location resolve(StateStoreId id, Configuration hadoopConf) {
     org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(id.checkpointRootLocation());
     URI rootUri = qualify(root, hadoopConf);
     String prefix = id.operatorId() + "/" + id.partitionId() + "/";
@@ -47,7 +54,7 @@ final class StoreLocations {
       prefix = "";
     }
     URI key = rootUri;
-    Storage storage = STORAGES.computeIfAbsent(key, k -> open(k, hadoopConf));
+    Storage storage = storages.computeIfAbsent(key, k -> open(k, hadoopConf));
     return new Location(storage, prefix);
   }
 

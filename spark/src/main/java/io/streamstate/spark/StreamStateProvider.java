@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.VersionedStore;
@@ -12,7 +13,6 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -82,8 +82,13 @@ public class StreamStateProvider implements StateStoreProvider {
   /** The key under which Spark puts the query run id into the Hadoop configuration. */
   private static final String RUN_ID_KEY = StreamExecution.RUN_ID_KEY();
 
-  /** Providers initialised and not closed in this JVM: their share of the memory budget. */
-  private static final AtomicInteger LIVE_PROVIDERS = new AtomicInteger();
+  /**
+   * Providers initialised and not closed in a process: each one's share of the memory budget. A
+   * component of the process's {@link ProcessResources}.
+   */
+  static final class LiveProviders {
+    final AtomicInteger count = new AtomicInteger();
+  }
 
   private final Map<String, ColumnFamilyCodec> codecs = new ConcurrentHashMap<>();
 
@@ -103,24 +108,15 @@ public class StreamStateProvider implements StateStoreProvider {
   private volatile VersionedStore store;
   private volatile RocksDbMemoryBudget budget;
 
+  /** The live-provider count this provider is counted in (null until {@link #init}). */
+  private volatile LiveProviders liveProviders;
+
   /**
-   * One hedged writer per JVM and hedge configuration (normally one): its deadline learns from, and
-   * its budget bounds, all stores that share it.
+   * This process's hedging counters of state commits (all zero before the first store opens); for
+   * tests.
    */
-  private static final Map<String, HedgedWriter> HEDGERS = new HashMap<>();
-
-  /** This JVM's hedging counters (all zero before the first store opens); for tests. */
-  static synchronized HedgeMetrics.Snapshot hedgeMetricsForTests() {
-    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
-    for (HedgedWriter h : HEDGERS.values()) {
-      sum = sum.plus(h.policy().metrics().snapshot());
-    }
-    return sum;
-  }
-
-  private static synchronized HedgedWriter sharedHedger(StreamStateConf conf) {
-    return HEDGERS.computeIfAbsent(
-        conf.hedgePolicy().toString(), k -> new HedgedWriter(conf.hedgePolicy()));
+  static HedgeMetrics.Snapshot hedgeMetricsForTests() {
+    return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.STATE_COMMITS);
   }
 
   private volatile StateStoreProviderId providerId;
@@ -164,28 +160,35 @@ public class StreamStateProvider implements StateStoreProvider {
             valueSchema,
             keyStateEncoderSpec,
             useMultipleValuesPerKey));
-    StoreLocations.Location location = StoreLocations.resolve(stateStoreId, hadoopConf);
+    ProcessResources resources = ProcessResources.shared(); // Spark made us by class name
+    StoreLocations.Location location =
+        StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
     Path localDir = StoreLocations.localDir(conf, stateStoreId);
     this.budget = RocksDbMemoryBudget.shared(conf.memoryCapBytes());
+    // One hedger per process and policy: its deadline learns from, and its budget bounds, every
+    // store that shares it.
+    HedgedWriter hedger =
+        Hedgers.of(resources).writer(Hedgers.Kind.STATE_COMMITS, conf.hedgePolicy());
     VersionedStoreBuilder builder =
         VersionedStore.builder(describe(stateStoreId), location.storage())
             .prefix(location.prefix())
             .localDir(localDir)
             .options(conf.storeOptions())
             .memoryBudget(budget)
-            .hedger(sharedHedger(conf));
+            .hedger(hedger);
     if (conf.groupCommitEnabled()) {
       builder.groupCommitter(
           GroupCommitter.shared(
               location.storage(),
-              sharedHedger(conf),
+              hedger,
               conf.groupCommitMaxWaitMs(),
               conf.groupCommitWaveMs(),
               conf.journal()));
     }
     this.store = builder.open();
     this.metricsAtLastCommit = store.metrics().snapshot();
-    LIVE_PROVIDERS.incrementAndGet();
+    this.liveProviders = resources.component(LiveProviders.class, LiveProviders::new);
+    liveProviders.count.incrementAndGet();
     LOG.debug(
         "Opened streamstate store {} at {}{} (local {})",
         describe(stateStoreId),
@@ -303,7 +306,7 @@ public class StreamStateProvider implements StateStoreProvider {
             openStore.get());
       }
       store.close();
-      LIVE_PROVIDERS.decrementAndGet();
+      liveProviders.count.decrementAndGet();
       if (acquired) {
         permit.release();
       }
@@ -371,7 +374,7 @@ public class StreamStateProvider implements StateStoreProvider {
 
   /** This provider's share of the process-wide RocksDB memory in use. */
   long memoryShareBytes() {
-    return budget.usedBytes() / Math.max(1, LIVE_PROVIDERS.get());
+    return budget.usedBytes() / Math.max(1, liveProviders.count.get());
   }
 
   long lastSnapshotVersion() {

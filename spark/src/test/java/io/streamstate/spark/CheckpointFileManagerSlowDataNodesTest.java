@@ -2,6 +2,7 @@ package io.streamstate.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.hadoop.PipelineFileSystem;
 import io.streamstate.hadoop.SlowDataNodes;
 import java.io.IOException;
@@ -35,7 +36,7 @@ class CheckpointFileManagerSlowDataNodesTest {
     if (fs != null) {
       fs.release();
     }
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
   }
 
   private static Configuration conf(String scheme) {
@@ -174,7 +175,7 @@ class CheckpointFileManagerSlowDataNodesTest {
       assertThat(read(fm, new Path(log, Long.toString(batch)))).isEqualTo(entry(batch));
     }
     // A new process (this one's writers dead) replays the same log.
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
     RenameFreeCheckpointFileManager reader = new RenameFreeCheckpointFileManager(root, conf);
     for (long batch = 0; batch <= 3; batch++) {
       assertThat(read(reader, new Path(log, Long.toString(batch)))).isEqualTo(entry(batch));

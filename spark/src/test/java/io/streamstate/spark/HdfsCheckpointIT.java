@@ -3,6 +3,7 @@ package io.streamstate.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.hadoop.MiniDfsFixture;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
@@ -167,7 +168,7 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
     withJournal.set(StreamStateConf.LOG_JOURNAL, "true");
     RenameFreeCheckpointFileManager zombie = new RenameFreeCheckpointFileManager(root, withJournal);
     write(zombie, new Path(root, "offsets/0"), logEntry("zero", 100), false);
-    LogJournal.forgetAllForTests(false); // a new driver process; the old one lives on
+    ProcessResources.restartForTests(false); // a new driver process; the old one lives on
 
     Configuration otherClient = independentClientConf();
     otherClient.set(StreamStateConf.LOG_JOURNAL, "true");
@@ -182,6 +183,6 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
                 .map(f -> f.getPath().getName()))
         .containsExactly("0", "1");
     assertThat(read(restarted, new Path(root, "offsets/0"))).isEqualTo(logEntry("zero", 100));
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
   }
 }

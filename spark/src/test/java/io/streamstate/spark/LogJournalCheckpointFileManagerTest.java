@@ -3,6 +3,7 @@ package io.streamstate.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
 import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
@@ -21,7 +22,7 @@ class LogJournalCheckpointFileManagerTest extends CheckpointFileManagerTests {
 
   @AfterEach
   void forgetJournals() {
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
   }
 
   @Override

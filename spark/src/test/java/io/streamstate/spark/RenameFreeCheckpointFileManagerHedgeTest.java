@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
 import java.io.FilterOutputStream;
@@ -102,7 +103,7 @@ class RenameFreeCheckpointFileManagerHedgeTest {
   void aStalledEntryWriteIsHedgedAndReadsBackCompleteThenTheCopyGoes() throws Exception {
     Path commit = new Path(root, "commits/0");
     byte[] bytes = entry(0);
-    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(ProcessResources.shared(), conf());
     StallingFileSystem.stall("0");
 
     write(fm, commit, bytes); // returns although the write of commits/0 is held by the latch
@@ -110,7 +111,8 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     assertThat(StallingFileSystem.stalledWrites()).isEqualTo(1);
     assertThat(Files.size(local("commits/0"))).as("the entry itself, still stalled").isZero();
     assertThat(local("commits/.0.hedge")).exists();
-    HedgeMetrics.Snapshot delta = HedgedLogWrites.metrics(conf()).since(before);
+    HedgeMetrics.Snapshot delta =
+        HedgedLogWrites.metrics(ProcessResources.shared(), conf()).since(before);
     assertThat(delta.hedgesFired()).isEqualTo(1);
     assertThat(delta.hedgesWon()).isEqualTo(1);
 
@@ -130,21 +132,25 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     await("hedge copy deleted", () -> !Files.exists(local("commits/.0.hedge")));
     assertThat(Files.readAllBytes(local("commits/0"))).isEqualTo(bytes);
     assertThat(read(commit)).isEqualTo(bytes);
-    assertThat(HedgedLogWrites.metrics(conf()).since(before).losersCleaned()).isEqualTo(1);
+    assertThat(
+            HedgedLogWrites.metrics(ProcessResources.shared(), conf())
+                .since(before)
+                .losersCleaned())
+        .isEqualTo(1);
   }
 
   @Test
   void anEntryWhoseWriteFailsAfterItsHedgeWonIsReadFromTheCopyAndDeletedWithIt() throws Exception {
     Path offsets = new Path(root, "offsets/7");
     byte[] bytes = entry(7);
-    long tornBefore = HedgedLogWrites.primaryFailuresAfterHedge();
+    long tornBefore = HedgedLogWrites.primaryFailuresAfterHedge(ProcessResources.shared());
     StallingFileSystem.stall("7");
     write(fm, offsets, bytes);
 
     StallingFileSystem.release(new IOException("injected: datanode pipeline failed"));
     await(
         "the entry's write failed after the hedge won",
-        () -> HedgedLogWrites.primaryFailuresAfterHedge() > tornBefore);
+        () -> HedgedLogWrites.primaryFailuresAfterHedge(ProcessResources.shared()) > tornBefore);
 
     // The name stays taken (never deleted once a hedge won), the batch reads from the copy.
     assertThat(local("offsets/7")).exists();
@@ -212,14 +218,15 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     // Not stalled: whichever copy wins, no copy stays and the entry is whole.
     write(fm, new Path(root, "offsets/0"), entry(0));
     // Over the buffer limit: written directly, never through the hedged writer.
-    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(ProcessResources.shared(), conf());
     byte[] large = new byte[HedgedLogWrites.MAX_HEDGED_BYTES + 10];
     Arrays.fill(large, (byte) 'x');
     System.arraycopy(entry(1), 0, large, 0, entry(1).length);
     write(fm, new Path(root, "offsets/1"), large);
     // Not a log entry: written directly.
     write(fm, new Path(root, "metadata"), "{\"id\":\"x\"}".getBytes(StandardCharsets.UTF_8));
-    assertThat(HedgedLogWrites.metrics(conf()).since(before).writes()).isZero();
+    assertThat(HedgedLogWrites.metrics(ProcessResources.shared(), conf()).since(before).writes())
+        .isZero();
 
     await("no hedge copy left", () -> !Files.exists(local("offsets/.0.hedge")));
     assertThat(Files.readAllBytes(local("offsets/0"))).isEqualTo(entry(0));
@@ -287,11 +294,12 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     }
 
     // Files written once per run or per query are not hedged.
-    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(ProcessResources.shared(), conf());
     write(fm, new Path(root, "state/0/_metadata/metadata"), sink);
     write(fm, new Path(root, "sources/0/x"), sink);
     write(fm, new Path(root, "sources/x/0"), sink);
-    assertThat(HedgedLogWrites.metrics(conf()).since(before).writes()).isZero();
+    assertThat(HedgedLogWrites.metrics(ProcessResources.shared(), conf()).since(before).writes())
+        .isZero();
   }
 
   /**
