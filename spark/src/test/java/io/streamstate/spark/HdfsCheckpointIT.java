@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.hadoop.MiniDfsFixture;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -123,7 +124,7 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
           dfs.fileSystem().listStatus(dfs.path("/checkpoints/e2e-journals/" + log));
       assertThat(files)
           .as("%s of the journaled run", log)
-          .allMatch(f -> f.getPath().getName().startsWith(LogJournal.PREFIX));
+          .allMatch(f -> f.getPath().getName().startsWith(".journal-"));
     }
     awaitQuiet();
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
@@ -88,6 +89,6 @@ class LogJournalCheckpointFileManagerTest extends CheckpointFileManagerTests {
     assertThat(
             java.nio.file.Files.list(work.resolve("tornJournal").resolve("offsets"))
                 .map(p -> p.getFileName().toString()))
-        .allMatch(n -> n.startsWith(LogJournal.PREFIX));
+        .allMatch(n -> n.startsWith(".journal-"));
   }
 }

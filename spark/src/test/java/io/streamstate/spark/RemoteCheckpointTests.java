@@ -4,6 +4,7 @@ import static io.streamstate.spark.ClockedRun.ev;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Duration;

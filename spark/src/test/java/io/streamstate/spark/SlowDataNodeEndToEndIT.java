@@ -12,6 +12,7 @@ import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.hadoop.MiniDfsFixture;
 import io.streamstate.hadoop.SlowDataNodeInjector;
 import io.streamstate.hadoop.SlowDataNodes;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -477,7 +478,11 @@ class SlowDataNodeEndToEndIT {
             .policy()
             .deadline()
             .toMillis(),
-        HedgedLogWrites.deadline(ProcessResources.shared(), conf).toMillis());
+        Hedgers.of(ProcessResources.shared())
+            .writer(Hedgers.Kind.SPARK_LOGS, StreamStateConf.hedgePolicy(conf))
+            .policy()
+            .deadline()
+            .toMillis());
   }
 
   private static ScheduledFuture<?> slowFor(String dataNode) {

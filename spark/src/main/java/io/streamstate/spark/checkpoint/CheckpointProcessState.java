@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.ProcessResources;
 import java.util.Set;

@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import static io.streamstate.spark.CheckpointFileManagerTests.logEntry;
 import static io.streamstate.spark.CheckpointFileManagerTests.read;
@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.spark.StreamStateConf;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;

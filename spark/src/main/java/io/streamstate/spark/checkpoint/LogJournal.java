@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.FileAlreadyExistsException;
@@ -12,6 +12,7 @@ import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.hadoop.HadoopStorage;
+import io.streamstate.spark.StreamStateConf;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;

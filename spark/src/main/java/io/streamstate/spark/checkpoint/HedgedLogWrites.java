@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.OutcomeUnknownException;
@@ -14,6 +14,8 @@ import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorage;
+import io.streamstate.spark.Hedgers;
+import io.streamstate.spark.StreamStateConf;
 import java.io.ByteArrayInputStream;
 import java.io.EOFException;
 import java.io.FileNotFoundException;

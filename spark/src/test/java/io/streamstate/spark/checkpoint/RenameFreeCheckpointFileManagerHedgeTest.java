@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
+import io.streamstate.spark.StreamStateConf;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InterruptedIOException;

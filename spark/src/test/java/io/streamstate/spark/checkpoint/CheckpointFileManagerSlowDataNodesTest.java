@@ -1,10 +1,11 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.hadoop.PipelineFileSystem;
 import io.streamstate.hadoop.SlowDataNodes;
+import io.streamstate.spark.StreamStateConf;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
