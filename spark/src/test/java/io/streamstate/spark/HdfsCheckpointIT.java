@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.hadoop.MiniDfsFixture;
 import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.util.Map;
@@ -124,7 +125,7 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
           dfs.fileSystem().listStatus(dfs.path("/checkpoints/e2e-journals/" + log));
       assertThat(files)
           .as("%s of the journaled run", log)
-          .allMatch(f -> f.getPath().getName().startsWith(".journal-"));
+          .allMatch(f -> f.getPath().getName().startsWith(LogJournalFile.NAME_PREFIX));
     }
     awaitQuiet();
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
@@ -89,6 +90,6 @@ class LogJournalCheckpointFileManagerTest extends CheckpointFileManagerTests {
     assertThat(
             java.nio.file.Files.list(work.resolve("tornJournal").resolve("offsets"))
                 .map(p -> p.getFileName().toString()))
-        .allMatch(n -> n.startsWith(".journal-"));
+        .allMatch(n -> n.startsWith(LogJournalFile.NAME_PREFIX));
   }
 }

@@ -8,6 +8,7 @@ import static org.apache.spark.sql.functions.window;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.hadoop.MiniDfsFixture;
 import io.streamstate.hadoop.SlowDataNodeInjector;
@@ -540,8 +541,10 @@ class SlowDataNodeEndToEndIT {
 
   private static Pipelines pipelines(Run run) throws IOException {
     Path root = new Path(run.checkpoint);
-    List<Path> offsets = openFiles(new Path(root, "offsets"), n -> n.startsWith(".journal-"));
-    List<Path> commits = openFiles(new Path(root, "commits"), n -> n.startsWith(".journal-"));
+    List<Path> offsets =
+        openFiles(new Path(root, "offsets"), n -> n.startsWith(LogJournalFile.NAME_PREFIX));
+    List<Path> commits =
+        openFiles(new Path(root, "commits"), n -> n.startsWith(LogJournalFile.NAME_PREFIX));
     List<Path> segments = openFiles(new Path(root, "state/_segments"), n -> n.endsWith(".journal"));
     assertThat(offsets).as("open offset log journals").isNotEmpty();
     List<Set<String>> segmentPipelines = new ArrayList<>();

@@ -1,9 +1,11 @@
 package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.HedgeCopyFile;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgePolicy;
 import io.streamstate.core.hedge.HedgedPublish;
@@ -22,14 +24,11 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
-import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.CRC32C;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -54,10 +53,9 @@ import org.slf4j.LoggerFactory;
  * failed there. The stream buffers the entry; at close {@link #publish} hands the bytes to a {@link
  * HedgedWriter} whose "primary create" writes them to that open stream (write, hsync, close: where
  * a slow datanode stalls) and whose "alternate create" writes a new file {@code .N.hedge} holding
- * the same bytes followed by a trailer (payload length u64, CRC32C of the payload u32, magic {@code
- * SSLH}), so that a reader can tell a complete hedge copy from a torn one. The first to complete
- * returns from close. {@code N} itself always holds the raw entry (Spark and any tool read it
- * unchanged) once its write completes.
+ * the same bytes followed by a trailer ({@link HedgeCopyFile}), so that a reader can tell a
+ * complete hedge copy from a torn one. The first to complete returns from close. {@code N} itself
+ * always holds the raw entry (Spark and any tool read it unchanged) once its write completes.
  *
  * <ul>
  *   <li>The hedge copy is written only after the name {@code N} is ours, so it can never make a
@@ -82,10 +80,6 @@ final class HedgedLogWrites {
 
   /** Entries larger than this are not buffered, and written directly as without hedging. */
   static final int MAX_HEDGED_BYTES = 1 << 20;
-
-  static final String HEDGE_SUFFIX = ".hedge";
-  static final int TRAILER_LENGTH = 16;
-  private static final byte[] MAGIC = {'S', 'S', 'L', 'H'};
 
   private final FileSystem fs;
   private final HedgedWriter writer;
@@ -134,15 +128,16 @@ final class HedgedLogWrites {
   }
 
   static Path hedgePath(Path entry) {
-    return new Path(entry.getParent(), "." + entry.getName() + HEDGE_SUFFIX);
+    return new Path(entry.getParent(), HedgeCopyFile.nameOf(entry.getName()));
   }
 
   /** Whether {@code name} is a hedge copy's name ({@code .<digits>[.compact].hedge}). */
   static boolean isHedgeName(String name) {
+    String suffix = HedgeCopyFile.NAME_SUFFIX;
     return name.startsWith(".")
-        && name.endsWith(HEDGE_SUFFIX)
-        && name.length() > 1 + HEDGE_SUFFIX.length()
-        && isEntryName(name.substring(1, name.length() - HEDGE_SUFFIX.length()));
+        && name.endsWith(suffix)
+        && name.length() > 1 + suffix.length()
+        && isEntryName(name.substring(1, name.length() - suffix.length()));
   }
 
   /**
@@ -159,39 +154,6 @@ final class HedgedLogWrites {
 
   private static final String COMPACT_SUFFIX = ".compact";
 
-  /** The hedge copy's bytes: the payload, then its trailer. */
-  static byte[] frame(byte[] payload) {
-    CRC32C crc = new CRC32C();
-    crc.update(payload);
-    return ByteBuffer.allocate(payload.length + TRAILER_LENGTH)
-        .put(payload)
-        .putLong(payload.length)
-        .putInt((int) crc.getValue())
-        .put(MAGIC)
-        .array();
-  }
-
-  /** The payload of a complete hedge copy, or null if {@code bytes} is not one (torn, corrupt). */
-  static byte[] unframe(byte[] bytes) {
-    if (bytes.length < TRAILER_LENGTH) {
-      return null;
-    }
-    ByteBuffer trailer = ByteBuffer.wrap(bytes, bytes.length - TRAILER_LENGTH, TRAILER_LENGTH);
-    long length = trailer.getLong();
-    int crcValue = trailer.getInt();
-    byte[] magic = new byte[4];
-    trailer.get(magic);
-    if (!Arrays.equals(magic, MAGIC) || length != bytes.length - TRAILER_LENGTH) {
-      return null;
-    }
-    CRC32C crc = new CRC32C();
-    crc.update(bytes, 0, (int) length);
-    if ((int) crc.getValue() != crcValue) {
-      return null;
-    }
-    return Arrays.copyOf(bytes, (int) length);
-  }
-
   /**
    * The payload of {@code entry}'s hedge copy if there is one and it verifies, else null (absent,
    * torn, unreadable, or deleted while read: the caller reads {@code entry} itself).
@@ -200,18 +162,19 @@ final class HedgedLogWrites {
     Path hedge = hedgePath(entry);
     byte[] bytes;
     try (FSDataInputStream in = fs.open(hedge)) {
-      bytes = in.readNBytes(MAX_HEDGED_BYTES + TRAILER_LENGTH + 1);
+      bytes = in.readNBytes(MAX_HEDGED_BYTES + HedgeCopyFile.TRAILER_LENGTH + 1);
     } catch (FileNotFoundException e) {
       return null;
     } catch (IOException e) {
       LOG.debug("Cannot read the hedge copy {}, reading {}: {}", hedge, entry, e.toString());
       return null;
     }
-    byte[] payload = unframe(bytes);
-    if (payload == null) {
-      LOG.debug("Ignoring {}: not a complete hedge copy ({} bytes)", hedge, bytes.length);
+    try {
+      return HedgeCopyFile.decode(bytes, hedge.toString());
+    } catch (CorruptFileException e) {
+      LOG.debug("Ignoring {}", e.getMessage());
+      return null;
     }
-    return payload;
   }
 
   /** A stream over a payload read from a hedge copy, as {@code open} returns. */
@@ -330,7 +293,7 @@ final class HedgedLogWrites {
               "Not hedging " + entry + ": its write failed (a hedge is not a retry)");
         }
       }
-      dir.create(hedgeName, out -> out.write(frame(bytes)));
+      dir.create(hedgeName, out -> out.write(HedgeCopyFile.encode(bytes)));
       boolean torn;
       synchronized (this) {
         hedgeComplete = true;

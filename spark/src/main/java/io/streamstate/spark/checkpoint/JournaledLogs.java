@@ -1,5 +1,6 @@
 package io.streamstate.spark.checkpoint;
 
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.hadoop.CreateIfAbsent;
 import io.streamstate.hadoop.HadoopStorage;
@@ -162,7 +163,7 @@ final class JournaledLogs {
     Map<String, FileStatus> byName = new java.util.TreeMap<>();
     for (FileStatus f : files) {
       String name = f.getPath().getName();
-      if (!LogJournal.isJournalName(name) && !name.matches("\\d+")) {
+      if (!LogJournalFile.isName(name) && !name.matches("\\d+")) {
         byName.put(name, f);
       }
     }

@@ -2,9 +2,9 @@ package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.FileAlreadyExistsException;
-import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgeCopy;
 import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
@@ -13,19 +13,14 @@ import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.spark.StreamStateConf;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,15 +29,10 @@ import org.slf4j.LoggerFactory;
  * writes is one append and {@code hsync} to a file the driver keeps open, instead of a new file
  * (docs/protocol.md, "Spark log journal"). On HDFS that asks the NameNode nothing per batch.
  *
- * <pre>
- * &lt;log dir&gt;/.journal-&lt;epoch, 20 digits&gt;
- *   header  magic "SSLJ" | version u8 = 1 | reserved (3)
- *   record  payload length u32 | type u8 (1 put, 2 delete) | batch id u64
- *           | CRC32C(the 13 bytes before and the payload) u32 | payload (the entry; none for delete)
- * </pre>
- *
- * <p>Readers replay every journal in epoch order over the plain entry files of the directory;
- * within a journal they stop at the first record that is incomplete or does not verify.
+ * <p>The journal's format is {@link LogJournalFile} ({@code <log dir>/.journal-<epoch>}); readers
+ * replay every journal in epoch order over the plain entry files of the directory ({@link
+ * LogJournalReader}). This class is the writer, and answers reads from what it knows once it is the
+ * writer.
  *
  * <p><b>One writer.</b> Spark's contract is create-if-absent per entry. The first write of a
  * process takes the log over: it creates the journal of the next epoch (create-if-absent: of two
@@ -58,15 +48,8 @@ import org.slf4j.LoggerFactory;
 final class LogJournal {
   private static final Logger LOG = LoggerFactory.getLogger(LogJournal.class);
 
-  static final String PREFIX = ".journal-";
-  private static final byte[] MAGIC = {'S', 'S', 'L', 'J'};
-  private static final int VERSION = 1;
-  private static final int HEADER_LENGTH = 8;
-  private static final int RECORD_HEADER_LENGTH = 17;
-  private static final byte PUT = 1;
-  private static final byte DELETE = 2;
-
   private final HadoopStorage storage;
+  private final LogJournalReader reader;
 
   /**
    * The journal rolls to the next epoch after this many records (entries and deletes), or twice its
@@ -102,6 +85,7 @@ final class LogJournal {
       AtomicLong appends,
       Executor background) {
     this.storage = storage;
+    this.reader = new LogJournalReader(storage);
     this.hedger = hedger;
     this.rollRecords = rollRecords;
     this.appends = appends;
@@ -126,114 +110,13 @@ final class LogJournal {
     }
   }
 
-  static boolean isJournalName(String name) {
-    return name.startsWith(PREFIX) && epochOf(name) >= 0;
-  }
-
-  private static long epochOf(String name) {
-    try {
-      return Long.parseLong(name.substring(PREFIX.length()));
-    } catch (NumberFormatException e) {
-      return -1;
-    }
-  }
-
-  private static String journalName(long epoch) {
-    return PREFIX + String.format("%020d", epoch);
-  }
-
-  private static boolean isEntryName(String name) {
-    return !name.isEmpty() && name.chars().allMatch(Character::isDigit);
-  }
-
   /** Whether the directory holds journals (one listing). */
   boolean hasJournals() {
-    return storage.list("").stream().anyMatch(f -> isJournalName(f.name()));
+    return reader.hasJournals();
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Reading
-
-  /** What a replay of the directory found: live entries and the plain entry files among them. */
-  private record Log(
-      NavigableMap<Long, byte[]> entries, java.util.Set<Long> plain, long maxEpoch) {}
-
-  /** Lists the directory and replays its journals over its plain entry files. */
-  private Log replay() {
-    List<FileInfo> listed = storage.list("");
-    NavigableMap<Long, String> journals = new TreeMap<>();
-    java.util.Set<Long> plain = new TreeSet<>();
-    for (FileInfo f : listed) {
-      if (isJournalName(f.name())) {
-        journals.put(epochOf(f.name()), f.name());
-      } else if (isEntryName(f.name())) {
-        plain.add(Long.parseLong(f.name()));
-      }
-    }
-    NavigableMap<Long, byte[]> replayed = new TreeMap<>();
-    for (String journal : journals.values()) {
-      readJournal(journal, replayed, plain);
-    }
-    return new Log(replayed, plain, journals.isEmpty() ? -1 : journals.lastKey());
-  }
-
-  /** Applies one journal's complete records to {@code into}; a delete also hides a plain file. */
-  private void readJournal(
-      String name, NavigableMap<Long, byte[]> into, java.util.Set<Long> plain) {
-    byte[] bytes;
-    try (InputStream in = storage.open(name)) {
-      bytes = in.readAllBytes();
-    } catch (MissingFileException e) {
-      return; // rolled away meanwhile: its entries are in a newer journal
-    } catch (IOException e) {
-      throw new io.streamstate.core.error.RetryableException(
-          "Cannot read " + where(name) + ": " + e, e);
-    }
-    if (bytes.length < HEADER_LENGTH) {
-      return; // just created
-    }
-    if (!Arrays.equals(bytes, 0, 4, MAGIC, 0, 4)) {
-      throw new io.streamstate.core.error.CorruptFileException(
-          where(name) + " is corrupt: bad header magic; not a streamstate log journal");
-    }
-    if (bytes[4] != VERSION) {
-      throw new io.streamstate.core.error.UnsupportedException(
-          where(name)
-              + " is a log journal of format version "
-              + bytes[4]
-              + "; this release reads version "
-              + VERSION
-              + ". Was it written by a newer streamstate? Upgrade to read it.");
-    }
-    ByteBuffer in = ByteBuffer.wrap(bytes);
-    int pos = HEADER_LENGTH;
-    while (pos + RECORD_HEADER_LENGTH <= bytes.length) {
-      int length = in.getInt(pos);
-      byte type = in.get(pos + 4);
-      long batchId = in.getLong(pos + 5);
-      int stored = in.getInt(pos + 13);
-      if (length < 0 || pos + RECORD_HEADER_LENGTH + (long) length > bytes.length) {
-        break; // an append in flight, or the one that failed
-      }
-      CRC32C crc = new CRC32C();
-      crc.update(bytes, pos, 13);
-      crc.update(bytes, pos + RECORD_HEADER_LENGTH, length);
-      if ((int) crc.getValue() != stored || (type != PUT && type != DELETE)) {
-        LOG.debug("{} ends at offset {}: the record there does not verify", where(name), pos);
-        break;
-      }
-      if (type == PUT) {
-        into.put(
-            batchId,
-            Arrays.copyOfRange(
-                bytes, pos + RECORD_HEADER_LENGTH, pos + RECORD_HEADER_LENGTH + length));
-      } else {
-        into.remove(batchId);
-        plain.remove(batchId);
-      }
-      pos += RECORD_HEADER_LENGTH + length;
-    }
-  }
+  // Reading (through LogJournalReader)
 
   /**
    * Every live entry and its length, in journals or as plain files, for {@code list}: what this
@@ -249,7 +132,7 @@ final class LogJournal {
       }
       return lengths;
     }
-    Log log = replay();
+    LogJournalReader.Log log = reader.replay();
     log.entries().forEach((id, bytes) -> lengths.put(id, (long) bytes.length));
     for (long id : log.plain()) {
       lengths.putIfAbsent(id, -1L);
@@ -259,7 +142,7 @@ final class LogJournal {
 
   /** The entry {@code batchId} if a journal holds it (null: read its plain file, if any). */
   synchronized byte[] get(long batchId) {
-    return current != null ? entries.get(batchId) : replay().entries().get(batchId);
+    return current != null ? entries.get(batchId) : reader.replay().entries().get(batchId);
   }
 
   /** Whether entry {@code batchId} exists, in a journal or as a plain file. */
@@ -267,7 +150,7 @@ final class LogJournal {
     if (current != null) {
       return entries.containsKey(batchId) || plainEntries.contains(batchId);
     }
-    Log log = replay();
+    LogJournalReader.Log log = reader.replay();
     return log.entries().containsKey(batchId) || log.plain().contains(batchId);
   }
 
@@ -292,7 +175,7 @@ final class LogJournal {
       if (entries.containsKey(batchId) || plainEntries.contains(batchId)) {
         throw new FileAlreadyExistsException(where(Long.toString(batchId)));
       }
-      byte[] record = withPendingDeletes(record(PUT, batchId, bytes));
+      byte[] record = withPendingDeletes(LogJournalFile.put(batchId, bytes));
       String entryName = Long.toString(batchId);
       try {
         if (!hedged) {
@@ -333,9 +216,9 @@ final class LogJournal {
     long epoch = currentEpoch + 1;
     AppendableFile next = createNextJournal(epoch);
     java.io.ByteArrayOutputStream records = new java.io.ByteArrayOutputStream();
-    records.writeBytes(header());
+    records.writeBytes(LogJournalFile.header());
     records.writeBytes(liveRecords());
-    records.writeBytes(record(PUT, batchId, bytes));
+    records.writeBytes(LogJournalFile.put(batchId, bytes));
     AppendableFile old = current;
     long oldEpoch = currentEpoch;
     // The new journal is this writer's from here: a hedge checks for journals newer than it.
@@ -374,10 +257,10 @@ final class LogJournal {
   /** Creates the journal a roll continues in; taken: another writer took the log over. */
   private AppendableFile createNextJournal(long epoch) {
     try {
-      return storage.createAppendable(journalName(epoch));
+      return storage.createAppendable(LogJournalFile.name(epoch));
     } catch (FileAlreadyExistsException e) {
       giveUp();
-      throw superseded(journalName(epoch));
+      throw superseded(LogJournalFile.name(epoch));
     }
   }
 
@@ -393,11 +276,11 @@ final class LogJournal {
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
     for (Map.Entry<Long, byte[]> e : entries.entrySet()) {
       if (!plainEntries.contains(e.getKey())) {
-        out.writeBytes(record(PUT, e.getKey(), e.getValue()));
+        out.writeBytes(LogJournalFile.put(e.getKey(), e.getValue()));
       }
     }
     for (long id : pendingDeletes) {
-      out.writeBytes(record(DELETE, id, new byte[0]));
+      out.writeBytes(LogJournalFile.delete(id));
     }
     return out.toByteArray();
   }
@@ -405,7 +288,7 @@ final class LogJournal {
   /** A newer writer took the log over while this one rolled: it stops being the writer. */
   private void checkNoNewerJournal(long epoch) {
     for (FileInfo f : storage.list("")) {
-      if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
+      if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) > epoch) {
         throw superseded(f.name());
       }
     }
@@ -420,7 +303,7 @@ final class LogJournal {
         () -> {
           old.close();
           for (FileInfo f : storage.list("")) {
-            if (isJournalName(f.name()) && epochOf(f.name()) <= epoch) {
+            if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) <= epoch) {
               storage.delete(f.name());
             }
           }
@@ -475,7 +358,7 @@ final class LogJournal {
     }
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
     for (long id : pendingDeletes) {
-      out.writeBytes(record(DELETE, id, new byte[0]));
+      out.writeBytes(LogJournalFile.delete(id));
       currentRecords++;
     }
     out.writeBytes(record);
@@ -516,8 +399,8 @@ final class LogJournal {
     for (FileInfo f : storage.list("")) {
       // The journals, and entry files the log does not hold (a fenced writer's late hedge, or
       // deleted by a journal record): Spark's own reader would take them for entries.
-      if (isJournalName(f.name())
-          || (isEntryName(f.name()) && !live.contains(Long.parseLong(f.name())))) {
+      if (LogJournalFile.isName(f.name())
+          || (LogJournalReader.isEntryName(f.name()) && !live.contains(Long.parseLong(f.name())))) {
         storage.delete(f.name());
       }
     }
@@ -559,29 +442,29 @@ final class LogJournal {
       rollTo(currentEpoch + 1);
       return;
     }
-    long epoch = replay().maxEpoch() + 1;
+    long epoch = reader.replay().maxEpoch() + 1;
     AppendableFile mine;
     try {
-      mine = storage.createAppendable(journalName(epoch));
+      mine = storage.createAppendable(LogJournalFile.name(epoch));
     } catch (FileAlreadyExistsException e) {
       throw new ConflictException(
           "Another writer is taking over "
               + storage.describe()
               + " at the same time ("
-              + journalName(epoch)
+              + LogJournalFile.name(epoch)
               + " exists): two queries on one checkpoint?",
           e);
     }
     try {
-      mine.append(header());
+      mine.append(LogJournalFile.header());
       for (FileInfo f : storage.list("")) {
-        if (isJournalName(f.name()) && epochOf(f.name()) < epoch) {
+        if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) < epoch) {
           storage.fence(f.name());
         }
       }
-      Log log = replay();
+      LogJournalReader.Log log = reader.replay();
       if (log.maxEpoch() > epoch) {
-        throw superseded(journalName(log.maxEpoch()));
+        throw superseded(LogJournalFile.name(log.maxEpoch()));
       }
       entries.clear();
       entries.putAll(log.entries());
@@ -590,7 +473,8 @@ final class LogJournal {
     } catch (RuntimeException e) {
       mine.close();
       try {
-        storage.delete(journalName(epoch)); // an empty journal, that a live writer must not see
+        storage.delete(
+            LogJournalFile.name(epoch)); // an empty journal, that a live writer must not see
       } catch (RuntimeException suppressed) {
         e.addSuppressed(suppressed);
       }
@@ -620,7 +504,7 @@ final class LogJournal {
     long oldEpoch = currentEpoch;
     AppendableFile next = createNextJournal(epoch);
     java.io.ByteArrayOutputStream snapshot = new java.io.ByteArrayOutputStream();
-    snapshot.writeBytes(header());
+    snapshot.writeBytes(LogJournalFile.header());
     snapshot.writeBytes(liveRecords());
     try {
       next.append(snapshot.toByteArray());
@@ -638,22 +522,8 @@ final class LogJournal {
     closeAndDeleteUpTo(old, oldEpoch);
   }
 
-  private static byte[] header() {
-    return new byte[] {MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], VERSION, 0, 0, 0};
-  }
-
-  private static byte[] record(byte type, long batchId, byte[] payload) {
-    ByteBuffer b = ByteBuffer.allocate(RECORD_HEADER_LENGTH + payload.length);
-    b.putInt(payload.length).put(type).putLong(batchId);
-    CRC32C crc = new CRC32C();
-    crc.update(b.array(), 0, 13);
-    crc.update(payload);
-    b.putInt((int) crc.getValue()).put(payload);
-    return b.array();
-  }
-
   private String where(String name) {
-    return storage.describe() + "/" + name;
+    return reader.where(name);
   }
 
   /** The append of one put's records to one journal, as the primary copy of a hedged put. */
@@ -718,7 +588,7 @@ final class LogJournal {
 
     private void checkNotSuperseded() {
       for (FileInfo f : storage.list("")) {
-        if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
+        if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) > epoch) {
           throw new OutcomeUnknownException(
               where(name)
                   + " was written while a newer writer took the log over ("

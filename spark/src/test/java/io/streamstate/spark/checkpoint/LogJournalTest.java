@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.spark.StreamStateConf;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -116,8 +117,8 @@ class LogJournalTest {
     writeEntries(fm, "commits", 0, 9);
 
     assertThat(LogJournals.of(ProcessResources.shared()).appends() - appends).isEqualTo(20);
-    assertThat(onDisk("offsets")).singleElement().asString().startsWith(LogJournal.PREFIX);
-    assertThat(onDisk("commits")).singleElement().asString().startsWith(LogJournal.PREFIX);
+    assertThat(onDisk("offsets")).singleElement().asString().startsWith(LogJournalFile.NAME_PREFIX);
+    assertThat(onDisk("commits")).singleElement().asString().startsWith(LogJournalFile.NAME_PREFIX);
     assertEntries(fm, "offsets", 0, 9);
 
     ProcessResources.restartForTests(false); // a reader in another process, the writer still alive
@@ -155,7 +156,9 @@ class LogJournalTest {
     assertThat(onDisk("offsets")).hasSize(1);
     writeEntries(second, "offsets", 5, 6);
 
-    assertThat(onDisk("offsets")).hasSize(2).allMatch(n -> n.startsWith(LogJournal.PREFIX));
+    assertThat(onDisk("offsets"))
+        .hasSize(2)
+        .allMatch(n -> n.startsWith(LogJournalFile.NAME_PREFIX));
     ProcessResources.restartForTests(true);
     assertEntries(manager(true), "offsets", 0, 6);
   }
@@ -171,7 +174,7 @@ class LogJournalTest {
     assertThatThrownBy(() -> write(second, entry("offsets", 1), bytesOf(1), false))
         .isInstanceOf(IOException.class)
         .hasMessageContaining("live writer")
-        .hasMessageContaining(LogJournal.PREFIX);
+        .hasMessageContaining(LogJournalFile.NAME_PREFIX);
     // The refused driver left nothing behind, and the first one goes on.
     assertThat(onDisk("offsets")).hasSize(1);
     writeEntries(first, "offsets", 1, 2);
@@ -214,7 +217,7 @@ class LogJournalTest {
     await()
         .atMost(Duration.ofSeconds(30))
         .untilAsserted(() -> assertThat(onDisk("offsets")).hasSizeLessThanOrEqualTo(2));
-    assertThat(onDisk("offsets")).allMatch(n -> n.startsWith(LogJournal.PREFIX));
+    assertThat(onDisk("offsets")).allMatch(n -> n.startsWith(LogJournalFile.NAME_PREFIX));
     assertEntries(fm, "offsets", 18, 20);
     ProcessResources.restartForTests(true);
     // The last purge (of 17) was still riding on a next put that never came: 17 is back, at the
@@ -268,11 +271,11 @@ class LogJournalTest {
     java.nio.file.Path dir = work.resolve("cp").resolve("offsets");
     Files.createDirectories(dir);
     Files.write(
-        dir.resolve(LogJournal.PREFIX + "00000000000000000001"),
+        dir.resolve(LogJournalFile.NAME_PREFIX + "00000000000000000001"),
         new byte[] {'S', 'S', 'L', 'J', 2, 0, 0, 0});
     RenameFreeCheckpointFileManager fm = manager(true);
     assertThatThrownBy(() -> fm.list(new Path(root(), "offsets")))
-        .hasMessageContaining(LogJournal.PREFIX + "00000000000000000001")
+        .hasMessageContaining(LogJournalFile.NAME_PREFIX + "00000000000000000001")
         .hasMessageContaining("format version 2");
   }
 }
