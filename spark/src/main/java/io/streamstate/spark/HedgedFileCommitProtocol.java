@@ -11,11 +11,13 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.UUID;
 import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
 import org.apache.spark.internal.io.FileCommitProtocol;
@@ -109,7 +111,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
         new TaskOutputs(
             taskContext,
             sinkWrites,
-            HedgedSinkWrites.spillRoot()
+            LocalDirs.sinkSpillRoot()
                 .resolve(taskContext.getTaskAttemptID() + "-" + UUID.randomUUID()));
   }
 
@@ -124,7 +126,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     String alternate = prefix + UUID.randomUUID() + spec.suffix();
     String subdirectory = dir.isDefined() ? trimSlashes(dir.get()) : "";
     String in = subdirectory.isEmpty() ? "" : subdirectory + "/";
-    java.nio.file.Path spill = outputs.spillDirectory.resolve(primary);
+    Path spill = outputs.spillDirectory.resolve(primary);
     outputs.files.add(new OutputFile(spill, in + primary, in + alternate));
     return SinkSpillFileSystem.pathOf(spill).toString();
   }
@@ -252,29 +254,26 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
   }
 
   /** One output file of the task: its spill file and the two names it may be published under. */
-  private record OutputFile(java.nio.file.Path spill, String primaryName, String alternateName) {}
+  private record OutputFile(Path spill, String primaryName, String alternateName) {}
 
   /** What one task attempt wrote and published. */
   private static final class TaskOutputs {
     final TaskAttemptContext context;
     final String attempt;
     final HedgedSinkWrites sinkWrites;
-    final java.nio.file.Path spillDirectory;
+    final Path spillDirectory;
     final List<OutputFile> files = new ArrayList<>();
     final List<String> published = new ArrayList<>();
     final List<SpillContent> inFlight = new ArrayList<>();
 
-    TaskOutputs(
-        TaskAttemptContext context,
-        HedgedSinkWrites sinkWrites,
-        java.nio.file.Path spillDirectory) {
+    TaskOutputs(TaskAttemptContext context, HedgedSinkWrites sinkWrites, Path spillDirectory) {
       this.context = context;
       this.sinkWrites = sinkWrites;
       this.attempt = String.valueOf(context.getTaskAttemptID());
       this.spillDirectory = spillDirectory;
     }
 
-    org.apache.hadoop.conf.Configuration conf() {
+    Configuration conf() {
       return context.getConfiguration();
     }
 
@@ -283,8 +282,8 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
       if (!Files.exists(spillDirectory)) {
         return;
       }
-      try (Stream<java.nio.file.Path> walk = Files.walk(spillDirectory)) {
-        for (java.nio.file.Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+      try (Stream<Path> walk = Files.walk(spillDirectory)) {
+        for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
           Files.deleteIfExists(p);
         }
       } catch (IOException | UncheckedIOException e) {
@@ -300,11 +299,11 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
    */
   private static final class SpillContent implements ContentWriter {
     private static final int CHUNK_BYTES = 64 * 1024;
-    private final java.nio.file.Path file;
+    private final Path file;
     private final long length;
     private volatile boolean settled;
 
-    SpillContent(java.nio.file.Path file, long length) {
+    SpillContent(Path file, long length) {
       this.file = file;
       this.length = length;
     }

@@ -10,7 +10,6 @@ import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.Paths;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
@@ -21,9 +20,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What the file-sink tasks of one executor process share ({@link HedgedFileCommitProtocol}): the
- * hedged writers of sink files, the storage of each sink directory, and the root of the local spill
- * files. Spark instantiates the commit protocol by reflection, once per batch and task, so these
- * live here, a component of the process's {@link ProcessResources}.
+ * hedged writers of sink files and the storage of each sink directory (the spill files are under
+ * {@link LocalDirs#sinkSpillRoot()}). Spark instantiates the commit protocol by reflection, once
+ * per batch and task, so these live here, a component of the process's {@link ProcessResources}.
  *
  * <p><b>Hedgers.</b> Apart from the state stores' and the log writes' (their latencies would mix
  * changelogs of kilobytes with output files of up to hundreds of megabytes, and either deadline
@@ -42,9 +41,6 @@ final class HedgedSinkWrites {
   private static final long[] SIZE_CLASS_LIMITS = {1L << 20, 16L << 20, 256L << 20};
 
   static final int SIZE_CLASSES = SIZE_CLASS_LIMITS.length + 1;
-
-  /** Directory under the executor's local directory that holds the spill files. */
-  static final String SPILL_DIRECTORY = "streamstate-sink-spill";
 
   private final Hedgers hedgers;
   private final Map<String, SinkLocation> locations = new ConcurrentHashMap<>();
@@ -116,10 +112,5 @@ final class HedgedSinkWrites {
     }
     return new SinkLocation(
         storage, root, fs.getDefaultReplication(root), fs.getDefaultBlockSize(root));
-  }
-
-  /** The root of the spill files of this JVM's sink tasks: under the executor's local directory. */
-  static java.nio.file.Path spillRoot() {
-    return Paths.get(StoreLocations.sparkLocalDir(), SPILL_DIRECTORY).toAbsolutePath();
   }
 }

@@ -163,7 +163,7 @@ public class StreamStateProvider implements StateStoreProvider {
     ProcessResources resources = ProcessResources.shared(); // Spark made us by class name
     StoreLocations.Location location =
         StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
-    Path localDir = StoreLocations.localDir(conf, stateStoreId);
+    Path localDir = LocalDirs.localDir(conf, stateStoreId);
     this.budget = RocksDbMemoryBudget.shared(conf.memoryCapBytes());
     // One hedger per process and policy: its deadline learns from, and its budget bounds, every
     // store that shares it.

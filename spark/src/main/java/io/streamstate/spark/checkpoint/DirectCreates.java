@@ -6,14 +6,10 @@ import io.streamstate.hadoop.CreateIfAbsent;
 import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
-import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.channels.Channels;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.StandardOpenOption;
 import java.util.Optional;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -121,63 +117,18 @@ final class DirectCreates {
   CancellableFSDataOutputStream create(Path path, boolean overwrite) throws IOException {
     switch (method) {
       case LOCAL_EXCLUSIVE:
-        return createLocal(path, overwrite);
+        return LocalCreates.create(fs, local, path, overwrite);
       case EXCLUSIVE_CREATE:
         return createExclusive(path, overwrite);
       case CONDITIONAL_CREATE:
         return createConditional(path, overwrite);
       case SINGLE_WRITER:
         if (!overwrite && fs.exists(path)) {
-          throw new FileAlreadyExistsException(path + " already exists");
+          throw exists(path);
         }
         return createExclusive(path, overwrite);
       default:
         throw new IllegalStateException("Unexpected create method " + method);
-    }
-  }
-
-  private CancellableFSDataOutputStream createLocal(Path path, boolean overwrite)
-      throws IOException {
-    java.nio.file.Path file = local.pathToFile(fs.makeQualified(path)).toPath();
-    Files.createDirectories(file.getParent());
-    FileChannel channel = null;
-    for (int attempt = 0; channel == null; attempt++) {
-      if (overwrite) {
-        // Through the Hadoop file system: it also removes a checksum file it may have written.
-        fs.delete(path, false);
-      }
-      try {
-        channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-      } catch (java.nio.file.FileAlreadyExistsException e) {
-        if (!overwrite || attempt >= 10) {
-          throw nameTaken(path, e);
-        }
-        // Another writer recreated it between our delete and create: delete again.
-      }
-    }
-    FileChannel opened = channel;
-    OutputStream out = new BufferedOutputStream(Channels.newOutputStream(opened), 64 << 10);
-    return new DirectOutputStream(
-        out,
-        path,
-        () -> {
-          out.flush();
-          opened.force(true);
-          out.close();
-          forceDirectory(file.getParent());
-        },
-        () -> {
-          closeQuietly(out);
-          Files.deleteIfExists(file);
-        });
-  }
-
-  private static void forceDirectory(java.nio.file.Path dir) throws IOException {
-    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-      d.force(true);
-    } catch (IOException e) {
-      // Some file systems cannot open a directory for sync; the file itself is durable.
-      LOG.debug("Cannot sync directory {}: {}", dir, e.toString());
     }
   }
 
@@ -247,7 +198,7 @@ final class DirectCreates {
    */
   private static final class HedgeableBuffer extends OutputStream {
     private final OutputStream out;
-    private java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream(512);
+    private ByteArrayOutputStream buffer = new ByteArrayOutputStream(512);
 
     HedgeableBuffer(OutputStream out) {
       this.out = out;
@@ -349,12 +300,17 @@ final class DirectCreates {
     }
   }
 
-  private static void closeQuietly(OutputStream out) {
+  static void closeQuietly(OutputStream out) {
     try {
       out.close();
     } catch (IOException | RuntimeException e) {
       LOG.debug("Ignoring failure to close a cancelled stream: {}", e.toString());
     }
+  }
+
+  /** The name is taken, as a create of it finds. */
+  static FileAlreadyExistsException exists(Path path) {
+    return new FileAlreadyExistsException(path + " already exists");
   }
 
   static FileAlreadyExistsException nameTaken(Path path, Throwable cause) {

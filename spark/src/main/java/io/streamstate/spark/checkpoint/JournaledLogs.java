@@ -1,14 +1,18 @@
 package io.streamstate.spark.checkpoint;
 
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.hadoop.CreateIfAbsent;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.spark.StreamStateConf;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
@@ -131,18 +135,18 @@ final class JournaledLogs {
   CancellableFSDataOutputStream create(LogJournal journal, Path path) throws IOException {
     long batchId = SparkLogEntries.batchIdOf(path);
     if (journal.exists(batchId)) {
-      throw new FileAlreadyExistsException(path + " already exists");
+      throw DirectCreates.exists(path);
     }
-    java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream(512);
+    ByteArrayOutputStream buffer = new ByteArrayOutputStream(512);
     return new DirectCreates.DirectOutputStream(
         buffer,
         path,
         () -> {
           try {
             journal.put(batchId, buffer.toByteArray());
-          } catch (io.streamstate.core.error.FileAlreadyExistsException e) {
+          } catch (FileAlreadyExistsException e) {
             throw DirectCreates.nameTaken(path, e);
-          } catch (io.streamstate.core.error.StreamStateException e) {
+          } catch (StreamStateException e) {
             throw new IOException(
                 "Cannot write " + path + " to its log journal: " + e.getMessage(), e);
           }
@@ -160,14 +164,14 @@ final class JournaledLogs {
     if (journal == null) {
       return files;
     }
-    Map<String, FileStatus> byName = new java.util.TreeMap<>();
+    Map<String, FileStatus> byName = new TreeMap<>();
     for (FileStatus f : files) {
       String name = f.getPath().getName();
       if (!LogJournalFile.isName(name) && !name.matches("\\d+")) {
         byName.put(name, f);
       }
     }
-    Map<String, FileStatus> plain = new java.util.HashMap<>();
+    Map<String, FileStatus> plain = new HashMap<>();
     for (FileStatus f : files) {
       plain.put(f.getPath().getName(), f);
     }

@@ -11,12 +11,16 @@ import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.Storages;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.spark.StreamStateConf;
+import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Executor;
@@ -71,8 +75,8 @@ final class LogJournal {
   private long currentEpoch = -1;
   private int currentRecords;
   private final NavigableMap<Long, byte[]> entries = new TreeMap<>();
-  private final java.util.Set<Long> plainEntries = new TreeSet<>();
-  private final java.util.List<Long> pendingDeletes = new ArrayList<>();
+  private final Set<Long> plainEntries = new TreeSet<>();
+  private final List<Long> pendingDeletes = new ArrayList<>();
 
   /** A journal whose append was late (hedged): the next write moves on to the next epoch. */
   private volatile AppendableFile retired;
@@ -215,7 +219,7 @@ final class LogJournal {
     }
     long epoch = currentEpoch + 1;
     AppendableFile next = createNextJournal(epoch);
-    java.io.ByteArrayOutputStream records = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream records = new ByteArrayOutputStream();
     records.writeBytes(LogJournalFile.header());
     records.writeBytes(liveRecords());
     records.writeBytes(LogJournalFile.put(batchId, bytes));
@@ -273,7 +277,7 @@ final class LogJournal {
 
   /** A record of every live journaled entry, then the pending deletes: a new journal's start. */
   private byte[] liveRecords() {
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (Map.Entry<Long, byte[]> e : entries.entrySet()) {
       if (!plainEntries.contains(e.getKey())) {
         out.writeBytes(LogJournalFile.put(e.getKey(), e.getValue()));
@@ -356,7 +360,7 @@ final class LogJournal {
     if (pendingDeletes.isEmpty()) {
       return record;
     }
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (long id : pendingDeletes) {
       out.writeBytes(LogJournalFile.delete(id));
       currentRecords++;
@@ -382,7 +386,7 @@ final class LogJournal {
       try {
         storage.create(name, ContentWriter.ofBytes(e.getValue()));
       } catch (FileAlreadyExistsException taken) {
-        byte[] there = io.streamstate.core.storage.Storages.readAll(storage, name);
+        byte[] there = Storages.readAll(storage, name);
         if (!Arrays.equals(there, e.getValue())) {
           throw new ConflictException(
               where(name) + " exists with other content than the journal's entry: not written out",
@@ -392,7 +396,7 @@ final class LogJournal {
       written++;
     }
     AppendableFile last = current;
-    java.util.Set<Long> live = new TreeSet<>(entries.keySet());
+    Set<Long> live = new TreeSet<>(entries.keySet());
     live.addAll(plainEntries);
     release();
     last.close();
@@ -503,7 +507,7 @@ final class LogJournal {
     AppendableFile old = current;
     long oldEpoch = currentEpoch;
     AppendableFile next = createNextJournal(epoch);
-    java.io.ByteArrayOutputStream snapshot = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
     snapshot.writeBytes(LogJournalFile.header());
     snapshot.writeBytes(liveRecords());
     try {

@@ -11,6 +11,8 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -245,8 +247,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
       Set<String> listed = ConcurrentHashMap.newKeySet();
       try {
         if (local != null) {
-          try (java.util.stream.Stream<java.nio.file.Path> files =
-              Files.list(local.pathToFile(dir).toPath())) {
+          try (var files = Files.list(local.pathToFile(dir).toPath())) {
             files.forEach(f -> listed.add(f.getFileName().toString()));
           }
         } else {
@@ -254,7 +255,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
             listed.add(f.getPath().getName());
           }
         }
-      } catch (FileNotFoundException | java.nio.file.NoSuchFileException e) {
+      } catch (FileNotFoundException | NoSuchFileException e) {
         // No entry yet (on S3 the directory appears with the first entry's completion).
       } catch (IOException | UncheckedIOException e) {
         LOG.debug("Cannot list {}; exists() keeps asking the store: {}", dir, e.toString());
@@ -336,7 +337,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private static FileStatus[] withoutHedgeCopies(FileStatus[] files) {
     for (FileStatus f : files) {
       if (HedgedLogWrites.isHedgeName(f.getPath().getName())) {
-        return java.util.Arrays.stream(files)
+        return Arrays.stream(files)
             .filter(s -> !HedgedLogWrites.isHedgeName(s.getPath().getName()))
             .toArray(FileStatus[]::new);
       }

@@ -1,7 +1,11 @@
 package io.streamstate.spark.checkpoint;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
@@ -86,9 +90,8 @@ final class SparkLogEntries {
   private static final int MAX_LOG_ENTRY_BYTES = 16 << 20;
 
   /** Parses log entry lines; trailing tokens on a line make it invalid. */
-  private static final com.fasterxml.jackson.databind.ObjectMapper JSON =
-      new com.fasterxml.jackson.databind.ObjectMapper()
-          .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+  private static final ObjectMapper JSON =
+      new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
   /**
    * Whether {@code content} is a whole entry of Spark's offset or commit log: a version line
@@ -96,7 +99,7 @@ final class SparkLogEntries {
    * a memory source's offset), or {@code -} (Spark's missing offset).
    */
   static boolean isCompleteLogEntry(byte[] content) {
-    String[] lines = new String(content, java.nio.charset.StandardCharsets.UTF_8).split("\n", -1);
+    String[] lines = new String(content, StandardCharsets.UTF_8).split("\n", -1);
     if (lines.length < 2 || !lines[0].startsWith("v")) {
       return false;
     }
@@ -105,7 +108,7 @@ final class SparkLogEntries {
         continue;
       }
       try {
-        com.fasterxml.jackson.databind.JsonNode node = JSON.readTree(lines[i]);
+        JsonNode node = JSON.readTree(lines[i]);
         if (node == null || node.isMissingNode()) {
           return false;
         }
