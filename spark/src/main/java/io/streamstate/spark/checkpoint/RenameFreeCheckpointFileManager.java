@@ -4,7 +4,6 @@ import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.hadoop.CreateIfAbsent;
 import io.streamstate.hadoop.DataNodePlacement;
-import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
 import io.streamstate.spark.StreamStateConf;
 import java.io.FileNotFoundException;
@@ -45,21 +44,12 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>{@code createAtomic(path, overwriteIfPossible=false)}</h2>
  *
- * <table>
- *   <caption>Create-if-absent per store</caption>
- *   <tr><th>store</th><th>create</th><th>name taken</th><th>{@code cancel()}</th></tr>
- *   <tr><td>{@code file:}</td><td>{@code java.nio} {@code CREATE_NEW} ({@code O_EXCL}); at close
- *       the file and its directory are forced to disk (no Hadoop local file system, which forks
- *       a process per file without its native library)</td>
- *       <td>{@code FileAlreadyExistsException} from {@code createAtomic}</td>
- *       <td>deletes the file (the name is ours: we created it)</td></tr>
- *   <tr><td>HDFS</td><td>{@code create(path, overwrite=false)} (atomic at the NameNode); {@code
- *       hsync} before close</td><td>from {@code createAtomic}</td><td>deletes the file</td></tr>
- *   <tr><td>stores with the path capability {@value HadoopStorage#CONDITIONAL_CREATE_CAPABILITY}
- *       (S3A, Hadoop 3.4.2+)</td><td>{@code createFile(path)} with that option: one PUT with
- *       {@code If-None-Match: *} at close, no HEAD or LIST before</td>
- *       <td>from {@code close()} (HTTP 412)</td><td>{@code abort()}: nothing is uploaded</td></tr>
- * </table>
+ * <p>On local disk {@code java.nio} {@code CREATE_NEW} (no Hadoop local file system, which forks a
+ * process per file without its native library), on HDFS {@code create(path, overwrite=false)}, on
+ * S3A with conditional create one PUT with {@code If-None-Match: *} at close ({@link
+ * DirectCreates}, {@link LocalCreates}). Where each store refuses a taken name and how a cancel
+ * withdraws: the table in {@code docs/protocol.md}, "Create-if-absent per store", which also says
+ * why this is not the storage layer's {@code Storage.create}.
  *
  * <p>The exception is always {@link org.apache.hadoop.fs.FileAlreadyExistsException}, the one
  * Spark's {@code HDFSMetadataLog} catches to report two queries writing one checkpoint. Any other
