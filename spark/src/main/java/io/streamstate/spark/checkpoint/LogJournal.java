@@ -2,10 +2,8 @@ package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.FileAlreadyExistsException;
-import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.LogJournalFile;
-import io.streamstate.core.hedge.HedgeCopy;
 import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.AppendableFile;
@@ -187,8 +185,8 @@ final class LogJournal {
         } else {
           HedgedPublish published =
               hedging.publish(
-                  new AppendCopy(current, record),
-                  new PlainEntryCopy(entryName, currentEpoch),
+                  new LogJournalCopies.AppendCopy(storage, current, record, this::retire),
+                  new LogJournalCopies.PlainEntryCopy(storage, entryName, currentEpoch),
                   bytes);
           if (published.name().equals(entryName)) {
             plainEntries.add(batchId); // the hedge won (the late append may still add a record)
@@ -234,8 +232,8 @@ final class LogJournal {
     try {
       HedgedPublish published =
           hedging.publish(
-              new AppendCopy(next, records.toByteArray()),
-              new PlainEntryCopy(entryName, epoch),
+              new LogJournalCopies.AppendCopy(storage, next, records.toByteArray(), this::retire),
+              new LogJournalCopies.PlainEntryCopy(storage, entryName, epoch),
               bytes);
       hedgeWon = published.name().equals(entryName);
       if (!hedgeWon) {
@@ -530,87 +528,8 @@ final class LogJournal {
     return reader.where(name);
   }
 
-  /** The append of one put's records to one journal, as the primary copy of a hedged put. */
-  private final class AppendCopy implements HedgeCopy {
-    private final AppendableFile file;
-    private final byte[] records;
-
-    AppendCopy(AppendableFile file, byte[] records) {
-      this.file = file;
-      this.records = records;
-    }
-
-    @Override
-    public String write(byte[] content) {
-      return file.name() + "@" + file.append(records);
-    }
-
-    /** A record cannot be taken out: a late duplicate of the entry, harmless. */
-    @Override
-    public boolean discard(String name) {
-      return false;
-    }
-
-    /**
-     * Later entries go to the next journal: this one's pipeline is slow. Reported first, so that
-     * the hedge's file and the next journal are created on other DataNodes (on HDFS).
-     */
-    @Override
-    public void hedgeStarted() {
-      storage.reportLateWrite(file.name());
-      retired = file;
-    }
-
-    @Override
-    public String describe() {
-      return where(file.name()) + " (append)";
-    }
-  }
-
-  /**
-   * The entry as a plain file, the hedge of a late append. After creating it, checks that no newer
-   * journal exists: a writer fenced by a newer one must not believe its entry published; the newer
-   * writer either listed after this file was created (and saw it), or created its journal before
-   * (and is seen here).
-   */
-  private final class PlainEntryCopy implements HedgeCopy {
-    private final String name;
-    private final long epoch;
-
-    PlainEntryCopy(String name, long epoch) {
-      this.name = name;
-      this.epoch = epoch;
-    }
-
-    @Override
-    public String write(byte[] content) {
-      checkNotSuperseded();
-      storage.create(name, ContentWriter.ofBytes(content));
-      checkNotSuperseded();
-      return name;
-    }
-
-    private void checkNotSuperseded() {
-      for (FileInfo f : storage.list("")) {
-        if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) > epoch) {
-          throw new OutcomeUnknownException(
-              where(name)
-                  + " was written while a newer writer took the log over ("
-                  + f.name()
-                  + "): two queries on one checkpoint?");
-        }
-      }
-    }
-
-    @Override
-    public boolean discard(String written) {
-      storage.delete(written);
-      return true;
-    }
-
-    @Override
-    public String describe() {
-      return where(name);
-    }
+  /** An append to {@code file} was late (hedged): the next write moves on to the next epoch. */
+  private void retire(AppendableFile file) {
+    retired = file;
   }
 }
