@@ -1,6 +1,7 @@
 package io.streamstate.spark;
 
 import java.io.ByteArrayOutputStream;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
@@ -145,7 +146,7 @@ final class ColumnFamilyCodec {
   /** The values of a multi-valued family's entry; empty for null. */
   Iterator<UnsafeRow> decodeValues(byte[] bytes) {
     if (bytes == null) {
-      return java.util.Collections.emptyIterator();
+      return Collections.emptyIterator();
     }
     return new Iterator<>() {
       private int pos;

@@ -1,29 +1,31 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.hedge.HedgeMetrics;
 
 /**
- * This JVM's hedging counters, summed over its hedged writers of each kind: the state stores'
- * commits, Spark's log entries (offsets, commits, sink and source logs, through {@link
- * RenameFreeCheckpointFileManager}), and the file sink's outputs ({@link
- * HedgedFileCommitProtocol}). Cumulative since the JVM started; {@link HedgeMetrics.Snapshot#since}
- * gives a delta. For tools and benchmarks (Spark's own metrics carry the stores' per operator).
+ * This process's hedging counters ({@link Hedgers} of {@link ProcessResources#shared()}), summed
+ * over its hedged writers of each kind: the state stores' commits, Spark's log entries (offsets,
+ * commits, sink and source logs, through {@link RenameFreeCheckpointFileManager}), and the file
+ * sink's outputs ({@link HedgedFileCommitProtocol}). Cumulative since the process (or a test's
+ * restart of it) started; {@link HedgeMetrics.Snapshot#since} gives a delta. For tools and
+ * benchmarks (Spark's own metrics carry the stores' per operator).
  */
 public final class HedgeCounters {
   private HedgeCounters() {}
 
   /** The state stores' commit writes (changelogs, segments, journal appends). */
   public static HedgeMetrics.Snapshot stateCommits() {
-    return StreamStateProvider.hedgeMetricsForTests();
+    return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.STATE_COMMITS);
   }
 
   /** Spark's log entries written through our checkpoint file manager. */
   public static HedgeMetrics.Snapshot sparkLogs() {
-    return HedgedLogWrites.totals();
+    return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.SPARK_LOGS);
   }
 
   /** The file sink's output files written through our commit protocol. */
   public static HedgeMetrics.Snapshot sinkOutputs() {
-    return HedgedSinkWrites.totals();
+    return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.SINK_OUTPUTS);
   }
 }

@@ -1,5 +1,6 @@
 package io.streamstate.spark;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedPublish;
@@ -10,11 +11,13 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.UUID;
 import java.util.stream.Stream;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.mapreduce.TaskAttemptContext;
 import org.apache.spark.internal.io.FileCommitProtocol;
@@ -91,7 +94,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
    * publishes, hedges fired and won, losers cleaned or left. For tests and tools.
    */
   public static HedgeMetrics.Snapshot hedgeMetrics() {
-    return HedgedSinkWrites.totals();
+    return HedgedSinkWrites.of(ProcessResources.shared()).totals();
   }
 
   // f1
@@ -103,10 +106,13 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot register the sink spill file system", e);
     }
+    // Spark made this instance by class name: the process's sink writes serve its task.
+    HedgedSinkWrites sinkWrites = HedgedSinkWrites.of(ProcessResources.shared());
     task =
         new TaskOutputs(
             taskContext,
-            HedgedSinkWrites.spillRoot()
+            sinkWrites,
+            LocalDirs.sinkSpillRoot()
                 .resolve(taskContext.getTaskAttemptID() + "-" + UUID.randomUUID()));
   }
 
@@ -121,7 +127,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     String alternate = prefix + UUID.randomUUID() + spec.suffix();
     String subdirectory = dir.isDefined() ? trimSlashes(dir.get()) : "";
     String in = subdirectory.isEmpty() ? "" : subdirectory + "/";
-    java.nio.file.Path spill = outputs.spillDirectory.resolve(primary);
+    Path spill = outputs.spillDirectory.resolve(primary);
     outputs.files.add(new OutputFile(spill, in + primary, in + alternate));
     return SinkSpillFileSystem.pathOf(spill).toString();
   }
@@ -141,7 +147,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     try {
       if (!outputs.files.isEmpty()) {
         HedgedSinkWrites.SinkLocation location =
-            HedgedSinkWrites.location(outputPath, taskContext.getConfiguration());
+            outputs.sinkWrites.location(outputPath, taskContext.getConfiguration());
         for (OutputFile file : outputs.files) {
           statuses.add(publish(outputs, location, file));
         }
@@ -172,7 +178,9 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     HedgedPublish result;
     try {
       result =
-          HedgedSinkWrites.writer(outputs.conf(), length)
+          outputs
+              .sinkWrites
+              .writer(outputs.conf(), length)
               .publish(location.storage(), file.primaryName(), file.alternateName(), content);
     } finally {
       content.settle(); // the losing copy, if still copying, stops at its next chunk
@@ -209,7 +217,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     try {
       if (!outputs.published.isEmpty()) {
         HedgedSinkWrites.SinkLocation location =
-            HedgedSinkWrites.location(outputPath, taskContext.getConfiguration());
+            outputs.sinkWrites.location(outputPath, taskContext.getConfiguration());
         for (String name : outputs.published) {
           try {
             location.storage().delete(name);
@@ -247,24 +255,26 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
   }
 
   /** One output file of the task: its spill file and the two names it may be published under. */
-  private record OutputFile(java.nio.file.Path spill, String primaryName, String alternateName) {}
+  private record OutputFile(Path spill, String primaryName, String alternateName) {}
 
   /** What one task attempt wrote and published. */
   private static final class TaskOutputs {
     final TaskAttemptContext context;
     final String attempt;
-    final java.nio.file.Path spillDirectory;
+    final HedgedSinkWrites sinkWrites;
+    final Path spillDirectory;
     final List<OutputFile> files = new ArrayList<>();
     final List<String> published = new ArrayList<>();
     final List<SpillContent> inFlight = new ArrayList<>();
 
-    TaskOutputs(TaskAttemptContext context, java.nio.file.Path spillDirectory) {
+    TaskOutputs(TaskAttemptContext context, HedgedSinkWrites sinkWrites, Path spillDirectory) {
       this.context = context;
+      this.sinkWrites = sinkWrites;
       this.attempt = String.valueOf(context.getTaskAttemptID());
       this.spillDirectory = spillDirectory;
     }
 
-    org.apache.hadoop.conf.Configuration conf() {
+    Configuration conf() {
       return context.getConfiguration();
     }
 
@@ -273,8 +283,8 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
       if (!Files.exists(spillDirectory)) {
         return;
       }
-      try (Stream<java.nio.file.Path> walk = Files.walk(spillDirectory)) {
-        for (java.nio.file.Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+      try (Stream<Path> walk = Files.walk(spillDirectory)) {
+        for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
           Files.deleteIfExists(p);
         }
       } catch (IOException | UncheckedIOException e) {
@@ -290,11 +300,11 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
    */
   private static final class SpillContent implements ContentWriter {
     private static final int CHUNK_BYTES = 64 * 1024;
-    private final java.nio.file.Path file;
+    private final Path file;
     private final long length;
     private volatile boolean settled;
 
-    SpillContent(java.nio.file.Path file, long length) {
+    SpillContent(Path file, long length) {
       this.file = file;
       this.length = length;
     }

@@ -10,8 +10,6 @@ import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.Paths;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
@@ -21,10 +19,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the file-sink tasks of one executor JVM share ({@link HedgedFileCommitProtocol}): the hedged
- * writers of sink files, the storage of each sink directory, and the root of the local spill files.
- * Spark instantiates the commit protocol by reflection, once per batch and task, so these live
- * here, one owner per JVM.
+ * What the file-sink tasks of one executor process share ({@link HedgedFileCommitProtocol}): the
+ * hedged writers of sink files and the storage of each sink directory (the spill files are under
+ * {@link LocalDirs#sinkSpillRoot()}). Spark instantiates the commit protocol by reflection, once
+ * per batch and task, so these live here, a component of the process's {@link ProcessResources}.
  *
  * <p><b>Hedgers.</b> Apart from the state stores' and the log writes' (their latencies would mix
  * changelogs of kilobytes with output files of up to hundreds of megabytes, and either deadline
@@ -33,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * of about its size. Each class keeps its own budget, so over time at most about {@code
  * hedge.budgetFraction} of each class's writes are hedged. The policy comes from our {@code
  * hedge.*} keys as Spark copies them into the task's Hadoop configuration ({@link
- * HedgedLogWrites#policy}).
+ * StreamStateConf#hedgePolicy(Configuration)}); the writers are the process's {@link Hedgers} of
+ * kind {@link Hedgers.Kind#SINK_OUTPUTS}.
  */
 final class HedgedSinkWrites {
   private static final Logger LOG = LoggerFactory.getLogger(HedgedSinkWrites.class);
@@ -43,13 +42,18 @@ final class HedgedSinkWrites {
 
   static final int SIZE_CLASSES = SIZE_CLASS_LIMITS.length + 1;
 
-  /** Directory under the executor's local directory that holds the spill files. */
-  static final String SPILL_DIRECTORY = "streamstate-sink-spill";
+  private final Hedgers hedgers;
+  private final Map<String, SinkLocation> locations = new ConcurrentHashMap<>();
 
-  private static final Map<String, HedgedWriter> WRITERS = new HashMap<>();
-  private static final Map<String, SinkLocation> LOCATIONS = new ConcurrentHashMap<>();
+  private HedgedSinkWrites(Hedgers hedgers) {
+    this.hedgers = hedgers;
+  }
 
-  private HedgedSinkWrites() {}
+  /** The sink writes of {@code resources}. */
+  static HedgedSinkWrites of(ProcessResources resources) {
+    return resources.component(
+        HedgedSinkWrites.class, () -> new HedgedSinkWrites(Hedgers.of(resources)));
+  }
 
   /**
    * Where a sink's files go: the storage of its directory, the qualified directory (for the paths
@@ -63,34 +67,28 @@ final class HedgedSinkWrites {
   }
 
   /** The hedged writer for a file of {@code length} bytes, with the policy of {@code conf}. */
-  static synchronized HedgedWriter writer(Configuration conf, long length) {
+  HedgedWriter writer(Configuration conf, long length) {
     int sizeClass = 0;
     while (sizeClass < SIZE_CLASS_LIMITS.length && length > SIZE_CLASS_LIMITS[sizeClass]) {
       sizeClass++;
     }
-    // The policy's text names every setting: writers of equal settings are one writer.
-    HedgePolicy policy = HedgedLogWrites.policy(conf); // a new instance: each class its own
-    return WRITERS.computeIfAbsent(
-        policy + "#" + sizeClass, k -> new HedgedWriter(policy, ProcessResources.shared()));
+    HedgePolicy policy = StreamStateConf.hedgePolicy(conf); // a new instance: each class its own
+    return hedgers.writer(Hedgers.Kind.SINK_OUTPUTS, policy, sizeClass);
   }
 
-  /** The counters of every sink-file hedger of this JVM, summed. */
-  static synchronized HedgeMetrics.Snapshot totals() {
-    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
-    for (HedgedWriter w : WRITERS.values()) {
-      sum = sum.plus(w.policy().metrics().snapshot());
-    }
-    return sum;
+  /** The counters of every sink-file hedger of this process, summed. */
+  HedgeMetrics.Snapshot totals() {
+    return hedgers.totals(Hedgers.Kind.SINK_OUTPUTS);
   }
 
   /**
-   * The location of the sink directory {@code outputPath}, opened once per JVM: the core's NIO
+   * The location of the sink directory {@code outputPath}, opened once per process: the core's NIO
    * storage for {@code file:}, else a Hadoop storage. A store without create-if-absent is accepted
    * in single-writer mode: sink file names are attempt-unique (UUIDs), so no two writers ever race
    * for one.
    */
-  static SinkLocation location(String outputPath, Configuration conf) {
-    return LOCATIONS.computeIfAbsent(outputPath, p -> open(p, conf));
+  SinkLocation location(String outputPath, Configuration conf) {
+    return locations.computeIfAbsent(outputPath, p -> open(p, conf));
   }
 
   private static SinkLocation open(String outputPath, Configuration conf) {
@@ -114,10 +112,5 @@ final class HedgedSinkWrites {
     }
     return new SinkLocation(
         storage, root, fs.getDefaultReplication(root), fs.getDefaultBlockSize(root));
-  }
-
-  /** The root of the spill files of this JVM's sink tasks: under the executor's local directory. */
-  static java.nio.file.Path spillRoot() {
-    return Paths.get(StoreLocations.sparkLocalDir(), SPILL_DIRECTORY).toAbsolutePath();
   }
 }

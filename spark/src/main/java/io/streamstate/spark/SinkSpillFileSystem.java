@@ -42,6 +42,9 @@ import org.apache.hadoop.util.Progressable;
  * <p>{@link #register} makes the scheme known to a task's configuration and puts an instance into
  * Hadoop's file system cache, where readers holding another configuration (Spark's write statistics
  * tracker) find it. Instances hold no state but the configuration.
+ *
+ * <p>It maps Hadoop's {@code Path} and {@code FileAlreadyExistsException} to {@code java.nio}'s
+ * types of the same names, so it names the latter fully qualified.
  */
 public final class SinkSpillFileSystem extends FileSystem {
   /** The scheme of spill paths. */
@@ -122,7 +125,7 @@ public final class SinkSpillFileSystem extends FileSystem {
       long blockSize,
       Progressable progress)
       throws IOException {
-    java.nio.file.Path p = local(f);
+    var p = local(f);
     if (p.getParent() != null) {
       Files.createDirectories(p.getParent());
     }
@@ -145,7 +148,7 @@ public final class SinkSpillFileSystem extends FileSystem {
 
   @Override
   public FileStatus getFileStatus(Path f) throws IOException {
-    java.nio.file.Path p = local(f);
+    var p = local(f);
     BasicFileAttributes a;
     try {
       a = Files.readAttributes(p, BasicFileAttributes.class);
@@ -169,13 +172,13 @@ public final class SinkSpillFileSystem extends FileSystem {
 
   @Override
   public boolean delete(Path f, boolean recursive) throws IOException {
-    java.nio.file.Path p = local(f);
+    var p = local(f);
     if (!Files.exists(p)) {
       return false;
     }
     if (recursive && Files.isDirectory(p)) {
       try (Stream<java.nio.file.Path> walk = Files.walk(p)) {
-        for (java.nio.file.Path q : walk.sorted(Comparator.reverseOrder()).toList()) {
+        for (var q : walk.sorted(Comparator.reverseOrder()).toList()) {
           Files.deleteIfExists(q);
         }
       }

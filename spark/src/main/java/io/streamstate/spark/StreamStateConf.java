@@ -6,9 +6,11 @@ import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgePolicy;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -116,6 +118,16 @@ public final class StreamStateConf {
    * (docs/protocol.md, "Spark log journal"); default false.
    */
   public static final String LOG_JOURNAL = PREFIX + "logJournal.enabled";
+
+  /**
+   * {@code RenameFreeCheckpointFileManager}: a log journal rolls to the next epoch after this many
+   * records (entries and deletes), or twice its live entries if more; default {@value
+   * #DEFAULT_LOG_JOURNAL_ROLL_RECORDS}. The first manager of a process to open a log's journal
+   * fixes it for that log.
+   */
+  public static final String LOG_JOURNAL_ROLL_RECORDS = PREFIX + "logJournal.rollRecords";
+
+  public static final int DEFAULT_LOG_JOURNAL_ROLL_RECORDS = 2048;
 
   public static final String HEDGE_FLOOR_MS = PREFIX + "hedge.floorMs";
   public static final String HEDGE_INITIAL_DEADLINE_MS = PREFIX + "hedge.initialDeadlineMs";
@@ -309,6 +321,31 @@ public final class StreamStateConf {
   /** How long a group commit waits for its other members at most. */
   public long groupCommitMaxWaitMs() {
     return Math.max(0, groupCommitMaxWaitMs);
+  }
+
+  /**
+   * The policy of our {@code hedge.*} keys in a Hadoop configuration (Spark copies every SQL conf
+   * into the one it gives checkpoint file managers and file-sink tasks); absent keys: defaults.
+   */
+  public static HedgePolicy hedgePolicy(Configuration hadoopConf) {
+    Map<String, String> keys = new HashMap<>();
+    String prefix = PREFIX + "hedge.";
+    for (Map.Entry<String, String> e : hadoopConf) {
+      if (e.getKey().startsWith(prefix)) {
+        keys.put(e.getKey(), e.getValue());
+      }
+    }
+    return hedgePolicy(keys);
+  }
+
+  /** {@link #LOG_JOURNAL_ROLL_RECORDS} in a Hadoop configuration (at least 1). */
+  public static int logJournalRollRecords(Configuration hadoopConf) {
+    int value = hadoopConf.getInt(LOG_JOURNAL_ROLL_RECORDS, DEFAULT_LOG_JOURNAL_ROLL_RECORDS);
+    if (value < 1) {
+      throw new IllegalArgumentException(
+          "Invalid value for " + LOG_JOURNAL_ROLL_RECORDS + ": " + value + " (expected >= 1)");
+    }
+    return value;
   }
 
   /** The hedge policy of our {@code hedge.*} keys in {@code confs} (absent keys: defaults). */

@@ -13,7 +13,6 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -83,8 +82,13 @@ public class StreamStateProvider implements StateStoreProvider {
   /** The key under which Spark puts the query run id into the Hadoop configuration. */
   private static final String RUN_ID_KEY = StreamExecution.RUN_ID_KEY();
 
-  /** Providers initialised and not closed in this JVM: their share of the memory budget. */
-  private static final AtomicInteger LIVE_PROVIDERS = new AtomicInteger();
+  /**
+   * Providers initialised and not closed in a process: each one's share of the memory budget. A
+   * component of the process's {@link ProcessResources}.
+   */
+  static final class LiveProviders {
+    final AtomicInteger count = new AtomicInteger();
+  }
 
   private final Map<String, ColumnFamilyCodec> codecs = new ConcurrentHashMap<>();
 
@@ -104,25 +108,15 @@ public class StreamStateProvider implements StateStoreProvider {
   private volatile VersionedStore store;
   private volatile RocksDbMemoryBudget budget;
 
+  /** The live-provider count this provider is counted in (null until {@link #init}). */
+  private volatile LiveProviders liveProviders;
+
   /**
-   * One hedged writer per JVM and hedge configuration (normally one): its deadline learns from, and
-   * its budget bounds, all stores that share it.
+   * This process's hedging counters of state commits (all zero before the first store opens); for
+   * tests.
    */
-  private static final Map<String, HedgedWriter> HEDGERS = new HashMap<>();
-
-  /** This JVM's hedging counters (all zero before the first store opens); for tests. */
-  static synchronized HedgeMetrics.Snapshot hedgeMetricsForTests() {
-    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
-    for (HedgedWriter h : HEDGERS.values()) {
-      sum = sum.plus(h.policy().metrics().snapshot());
-    }
-    return sum;
-  }
-
-  private static synchronized HedgedWriter sharedHedger(StreamStateConf conf) {
-    return HEDGERS.computeIfAbsent(
-        conf.hedgePolicy().toString(),
-        k -> new HedgedWriter(conf.hedgePolicy(), ProcessResources.shared()));
+  static HedgeMetrics.Snapshot hedgeMetricsForTests() {
+    return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.STATE_COMMITS);
   }
 
   private volatile StateStoreProviderId providerId;
@@ -167,29 +161,36 @@ public class StreamStateProvider implements StateStoreProvider {
             valueSchema,
             keyStateEncoderSpec,
             useMultipleValuesPerKey));
-    StoreLocations.Location location = StoreLocations.resolve(stateStoreId, hadoopConf);
-    Path localDir = StoreLocations.localDir(conf, stateStoreId);
-    this.budget = RocksDbMemoryBudget.shared(ProcessResources.shared(), conf.memoryCapBytes());
+    ProcessResources resources = ProcessResources.shared(); // Spark made us by class name
+    StoreLocations.Location location =
+        StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
+    Path localDir = LocalDirs.localDir(conf, stateStoreId);
+    this.budget = RocksDbMemoryBudget.shared(resources, conf.memoryCapBytes());
+    // One hedger per process and policy: its deadline learns from, and its budget bounds, every
+    // store that shares it.
+    HedgedWriter hedger =
+        Hedgers.of(resources).writer(Hedgers.Kind.STATE_COMMITS, conf.hedgePolicy());
     VersionedStoreBuilder builder =
         VersionedStore.builder(describe(stateStoreId), location.storage())
             .prefix(location.prefix())
             .localDir(localDir)
             .options(conf.storeOptions())
             .memoryBudget(budget)
-            .hedger(sharedHedger(conf));
+            .hedger(hedger);
     if (conf.groupCommitEnabled()) {
       builder.groupCommitter(
           GroupCommitter.shared(
-              ProcessResources.shared(),
+              resources,
               location.storage(),
-              sharedHedger(conf),
+              hedger,
               conf.groupCommitMaxWaitMs(),
               conf.groupCommitWaveMs(),
               conf.journal()));
     }
     this.store = builder.open();
     this.metricsAtLastCommit = store.metrics().snapshot();
-    LIVE_PROVIDERS.incrementAndGet();
+    this.liveProviders = resources.component(LiveProviders.class, LiveProviders::new);
+    liveProviders.count.incrementAndGet();
     LOG.debug(
         "Opened streamstate store {} at {}{} (local {})",
         describe(stateStoreId),
@@ -307,7 +308,7 @@ public class StreamStateProvider implements StateStoreProvider {
             openStore.get());
       }
       store.close();
-      LIVE_PROVIDERS.decrementAndGet();
+      liveProviders.count.decrementAndGet();
       if (acquired) {
         permit.release();
       }
@@ -375,7 +376,7 @@ public class StreamStateProvider implements StateStoreProvider {
 
   /** This provider's share of the process-wide RocksDB memory in use. */
   long memoryShareBytes() {
-    return budget.usedBytes() / Math.max(1, LIVE_PROVIDERS.get());
+    return budget.usedBytes() / Math.max(1, liveProviders.count.get());
   }
 
   long lastSnapshotVersion() {

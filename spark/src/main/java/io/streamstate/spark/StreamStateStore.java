@@ -4,12 +4,9 @@ import io.streamstate.core.engine.CloseableIterator;
 import io.streamstate.core.engine.KeyValue;
 import io.streamstate.core.engine.StateTransaction;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.TreeSet;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
@@ -29,9 +26,10 @@ import org.apache.spark.util.TaskCompletionListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Option;
+import scala.collection.Iterator;
+import scala.collection.immutable.Map$;
 import scala.collection.immutable.Set;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.BoxedUnit;
 
 /**
  * One version of one partition's state, open in a task: a thin layer over a {@link
@@ -148,7 +146,7 @@ final class StreamStateStore implements StateStore {
   }
 
   @Override
-  public scala.collection.Iterator<UnsafeRow> multiGet(UnsafeRow[] keys, String colFamilyName) {
+  public Iterator<UnsafeRow> multiGet(UnsafeRow[] keys, String colFamilyName) {
     checkOpen("multiGet");
     List<UnsafeRow> values = new ArrayList<>(keys.length);
     for (UnsafeRow key : keys) {
@@ -166,7 +164,7 @@ final class StreamStateStore implements StateStore {
   }
 
   @Override
-  public scala.collection.Iterator<UnsafeRow> valuesIterator(UnsafeRow key, String colFamilyName) {
+  public Iterator<UnsafeRow> valuesIterator(UnsafeRow key, String colFamilyName) {
     checkOpen("valuesIterator");
     requireKey(key);
     ColumnFamilyCodec codec = multiValued("valuesIterator", colFamilyName);
@@ -225,7 +223,7 @@ final class StreamStateStore implements StateStore {
 
   @Override
   public Set<String> allColumnFamilyNames() {
-    java.util.Set<String> names = new TreeSet<>(tx.columnFamilies());
+    var names = new TreeSet<String>(tx.columnFamilies());
     names.removeIf(RowCounts::isInternal);
     return CollectionConverters.asScala(names).toSet();
   }
@@ -423,8 +421,8 @@ final class StreamStateStore implements StateStore {
     return new StateStoreMetrics(
         state == State.OPEN ? rowCounts.total() : provider.estimateKeys(),
         provider.memoryShareBytes(),
-        scalaMap(Map.<StateStoreCustomMetric, Object>of()),
-        scalaMap(Map.<StateStoreInstanceMetric, Object>of()));
+        Map$.MODULE$.<StateStoreCustomMetric, Object>empty(),
+        Map$.MODULE$.<StateStoreInstanceMetric, Object>empty());
   }
 
   @Override
@@ -463,11 +461,10 @@ final class StreamStateStore implements StateStore {
         StreamStateMetrics.SNAPSHOT_LAST_UPLOADED.withNewId(sid.partitionId(), sid.storeName()),
         provider.lastSnapshotVersion());
     return new StateStoreMetrics(
-        rows, provider.memoryShareBytes(), scalaMap(custom), scalaMap(instance));
-  }
-
-  private static <K> scala.collection.immutable.Map<K, Object> scalaMap(Map<K, Object> map) {
-    return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(map));
+        rows,
+        provider.memoryShareBytes(),
+        Map$.MODULE$.from(CollectionConverters.asScala(custom)),
+        Map$.MODULE$.from(CollectionConverters.asScala(instance)));
   }
 
   private CloseableIterator<KeyValue> range(
@@ -480,71 +477,12 @@ final class StreamStateStore implements StateStore {
     return tx.rangeIterator(colFamilyName, from, to);
   }
 
-  /** Rows of an engine iterator; fresh pair and rows per element. Closing closes the engine's. */
+  /** Rows of an engine iterator ({@link RowPairs}), single-valued ones checked once per store. */
   private StateStoreIterator<UnsafeRowPair> pairs(
       CloseableIterator<KeyValue> entries, ColumnFamilyCodec codec, boolean multipleValues) {
-    Iterator<UnsafeRowPair> rows =
-        multipleValues ? new MultiValuePairs(entries, codec) : new SingleValuePairs(entries, codec);
-    return new StateStoreIterator<>(
-        CollectionConverters.asScala(rows),
-        () -> {
-          entries.close();
-          return BoxedUnit.UNIT;
-        });
-  }
-
-  private final class SingleValuePairs implements Iterator<UnsafeRowPair> {
-    private final CloseableIterator<KeyValue> entries;
-    private final ColumnFamilyCodec codec;
-
-    SingleValuePairs(CloseableIterator<KeyValue> entries, ColumnFamilyCodec codec) {
-      this.entries = entries;
-      this.codec = codec;
-    }
-
-    @Override
-    public boolean hasNext() {
-      return entries.hasNext();
-    }
-
-    @Override
-    public UnsafeRowPair next() {
-      KeyValue kv = entries.next();
-      UnsafeRow key = codec.decodeKey(kv.key());
-      UnsafeRow value = codec.decodeValue(kv.value());
-      validateRowFormat(key, value);
-      return new UnsafeRowPair(key, value);
-    }
-  }
-
-  private static final class MultiValuePairs implements Iterator<UnsafeRowPair> {
-    private final CloseableIterator<KeyValue> entries;
-    private final ColumnFamilyCodec codec;
-    private UnsafeRow key;
-    private Iterator<UnsafeRow> values = Collections.emptyIterator();
-
-    MultiValuePairs(CloseableIterator<KeyValue> entries, ColumnFamilyCodec codec) {
-      this.entries = entries;
-      this.codec = codec;
-    }
-
-    @Override
-    public boolean hasNext() {
-      while (!values.hasNext() && entries.hasNext()) {
-        KeyValue kv = entries.next();
-        key = codec.decodeKey(kv.key());
-        values = codec.decodeValues(kv.value());
-      }
-      return values.hasNext();
-    }
-
-    @Override
-    public UnsafeRowPair next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      return new UnsafeRowPair(key, values.next());
-    }
+    return multipleValues
+        ? RowPairs.multiValued(entries, codec)
+        : RowPairs.singleValued(entries, codec, this::validateRowFormat);
   }
 
   /** Spark's row format check, once per store, as its built-in providers do. */

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -31,7 +32,7 @@ import org.junit.jupiter.api.TestInfo;
  * S3A). No Spark session: Spark's own callers ({@code HDFSMetadataLog.write}) are imitated by
  * {@link #write}.
  */
-abstract class CheckpointFileManagerTests {
+public abstract class CheckpointFileManagerTests {
   static final int RACE_ROUNDS = 100;
 
   /** A directory of the store under test that no other test uses. */
@@ -69,7 +70,7 @@ abstract class CheckpointFileManagerTests {
   }
 
   /** As {@code HDFSMetadataLog.write}: create, write, close; cancel on any failure. */
-  static void write(CheckpointFileManager fm, Path path, byte[] bytes, boolean overwrite)
+  public static void write(CheckpointFileManager fm, Path path, byte[] bytes, boolean overwrite)
       throws IOException {
     CancellableFSDataOutputStream out = fm.createAtomic(path, overwrite);
     try {
@@ -81,7 +82,7 @@ abstract class CheckpointFileManagerTests {
     }
   }
 
-  static byte[] read(CheckpointFileManager fm, Path path) throws IOException {
+  public static byte[] read(CheckpointFileManager fm, Path path) throws IOException {
     try (InputStream in = fm.open(path)) {
       return in.readAllBytes();
     }
@@ -91,7 +92,7 @@ abstract class CheckpointFileManagerTests {
    * A complete entry of Spark's offset or commit log of exactly {@code size} bytes: a version line
    * and one JSON object (the manager refuses to open a torn one).
    */
-  static byte[] logEntry(String label, int size) {
+  public static byte[] logEntry(String label, int size) {
     String head = "v1\n{\"" + label + "\":\"";
     String tail = "\"}";
     StringBuilder b = new StringBuilder(head);

@@ -3,7 +3,10 @@ package io.streamstate.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.hadoop.MiniDfsFixture;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -122,7 +125,7 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
           dfs.fileSystem().listStatus(dfs.path("/checkpoints/e2e-journals/" + log));
       assertThat(files)
           .as("%s of the journaled run", log)
-          .allMatch(f -> f.getPath().getName().startsWith(LogJournal.PREFIX));
+          .allMatch(f -> f.getPath().getName().startsWith(LogJournalFile.NAME_PREFIX));
     }
     awaitQuiet();
 
@@ -167,7 +170,7 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
     withJournal.set(StreamStateConf.LOG_JOURNAL, "true");
     RenameFreeCheckpointFileManager zombie = new RenameFreeCheckpointFileManager(root, withJournal);
     write(zombie, new Path(root, "offsets/0"), logEntry("zero", 100), false);
-    LogJournal.forgetAllForTests(false); // a new driver process; the old one lives on
+    ProcessResources.restartForTests(false); // a new driver process; the old one lives on
 
     Configuration otherClient = independentClientConf();
     otherClient.set(StreamStateConf.LOG_JOURNAL, "true");
@@ -182,6 +185,6 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
                 .map(f -> f.getPath().getName()))
         .containsExactly("0", "1");
     assertThat(read(restarted, new Path(root, "offsets/0"))).isEqualTo(logEntry("zero", 100));
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
   }
 }

@@ -3,6 +3,9 @@ package io.streamstate.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileAlreadyExistsException;
@@ -21,7 +24,7 @@ class LogJournalCheckpointFileManagerTest extends CheckpointFileManagerTests {
 
   @AfterEach
   void forgetJournals() {
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
   }
 
   @Override
@@ -87,6 +90,6 @@ class LogJournalCheckpointFileManagerTest extends CheckpointFileManagerTests {
     assertThat(
             java.nio.file.Files.list(work.resolve("tornJournal").resolve("offsets"))
                 .map(p -> p.getFileName().toString()))
-        .allMatch(n -> n.startsWith(LogJournal.PREFIX));
+        .allMatch(n -> n.startsWith(LogJournalFile.NAME_PREFIX));
   }
 }

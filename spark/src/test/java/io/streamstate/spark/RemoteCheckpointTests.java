@@ -4,6 +4,7 @@ import static io.streamstate.spark.ClockedRun.ev;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -78,7 +79,7 @@ abstract class RemoteCheckpointTests extends CheckpointFileManagerTests {
     awaitQuiet();
 
     Map<String, Long> before = requests().snapshot();
-    io.streamstate.core.hedge.HedgeMetrics.Snapshot logHedgesBefore = HedgedLogWrites.totals();
+    io.streamstate.core.hedge.HedgeMetrics.Snapshot logHedgesBefore = HedgeCounters.sparkLogs();
     ClockedRun.Result ours =
         run.run(
             TestSessions.OURS,
@@ -101,7 +102,7 @@ abstract class RemoteCheckpointTests extends CheckpointFileManagerTests {
     // Our manager hedges Spark's log writes where a create takes the name (HDFS), not on S3.
     System.out.printf(
         "E2E on %s: Spark log writes through our manager's hedger: %s%n",
-        storeName(), HedgedLogWrites.totals().since(logHedgesBefore));
+        storeName(), HedgeCounters.sparkLogs().since(logHedgesBefore));
     assertThat(ours.rows()).isNotEmpty().containsExactlyElementsOf(reference.rows());
     assertThat(ours.lastNumRowsTotal()).isEqualTo(reference.lastNumRowsTotal());
     assertThat(byKind).containsKey("create");

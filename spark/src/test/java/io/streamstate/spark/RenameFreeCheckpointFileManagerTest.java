@@ -2,6 +2,7 @@ package io.streamstate.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import java.nio.file.Files;
 import org.apache.hadoop.conf.Configuration;

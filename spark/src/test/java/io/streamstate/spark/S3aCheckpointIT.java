@@ -1,6 +1,7 @@
 package io.streamstate.spark;
 
 import io.streamstate.hadoop.S3ProxyFixture;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;

@@ -7,10 +7,13 @@ import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.window;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.hadoop.MiniDfsFixture;
 import io.streamstate.hadoop.SlowDataNodeInjector;
 import io.streamstate.hadoop.SlowDataNodes;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -194,7 +197,7 @@ class SlowDataNodeEndToEndIT {
     Run ours = new Run("ours", dfs.path("/e2e/ours").toString(), oursConf());
     HedgeMetrics.Snapshot sink0 = HedgedFileCommitProtocol.hedgeMetrics();
     HedgeMetrics.Snapshot state0 = StreamStateProvider.hedgeMetricsForTests();
-    HedgeMetrics.Snapshot log0 = HedgedLogWrites.totals();
+    HedgeMetrics.Snapshot log0 = HedgeCounters.sparkLogs();
     List<Period> schedule = new ArrayList<>();
     ours.start();
     while (ours.step < WARM_UP_STEPS || tracking.known().size() < DATANODES) {
@@ -244,7 +247,7 @@ class SlowDataNodeEndToEndIT {
     ours.stop();
     HedgeMetrics.Snapshot sinkHedges = HedgedFileCommitProtocol.hedgeMetrics().since(sink0);
     HedgeMetrics.Snapshot stateHedges = StreamStateProvider.hedgeMetricsForTests().since(state0);
-    HedgeMetrics.Snapshot logHedges = HedgedLogWrites.totals().since(log0);
+    HedgeMetrics.Snapshot logHedges = HedgeCounters.sparkLogs().since(log0);
     int steps = ours.step;
 
     // ---- Spark's defaults on the same cluster, with the same slow periods ----
@@ -420,7 +423,7 @@ class SlowDataNodeEndToEndIT {
     awaitNoSuspects();
     HedgeMetrics.Snapshot sink = HedgedFileCommitProtocol.hedgeMetrics();
     HedgeMetrics.Snapshot state = StreamStateProvider.hedgeMetricsForTests();
-    HedgeMetrics.Snapshot log = HedgedLogWrites.totals();
+    HedgeMetrics.Snapshot log = HedgeCounters.sparkLogs();
     long holds = injector.holds();
     String deadlines = deadlines();
     int firstStep = run.step;
@@ -445,7 +448,7 @@ class SlowDataNodeEndToEndIT {
             batches,
             HedgedFileCommitProtocol.hedgeMetrics().since(sink),
             StreamStateProvider.hedgeMetricsForTests().since(state),
-            HedgedLogWrites.totals().since(log),
+            HedgeCounters.sparkLogs().since(log),
             injector.holds() - holds,
             pipelines.toString(),
             deadlines);
@@ -471,8 +474,16 @@ class SlowDataNodeEndToEndIT {
     oursConf().forEach(conf::set);
     return String.format(
         "sink %d ms, log %d ms",
-        HedgedSinkWrites.writer(conf, 1).policy().deadline().toMillis(),
-        HedgedLogWrites.deadline(conf).toMillis());
+        HedgedSinkWrites.of(ProcessResources.shared())
+            .writer(conf, 1)
+            .policy()
+            .deadline()
+            .toMillis(),
+        Hedgers.of(ProcessResources.shared())
+            .writer(Hedgers.Kind.SPARK_LOGS, StreamStateConf.hedgePolicy(conf))
+            .policy()
+            .deadline()
+            .toMillis());
   }
 
   private static ScheduledFuture<?> slowFor(String dataNode) {
@@ -530,8 +541,10 @@ class SlowDataNodeEndToEndIT {
 
   private static Pipelines pipelines(Run run) throws IOException {
     Path root = new Path(run.checkpoint);
-    List<Path> offsets = openFiles(new Path(root, "offsets"), n -> n.startsWith(".journal-"));
-    List<Path> commits = openFiles(new Path(root, "commits"), n -> n.startsWith(".journal-"));
+    List<Path> offsets =
+        openFiles(new Path(root, "offsets"), n -> n.startsWith(LogJournalFile.NAME_PREFIX));
+    List<Path> commits =
+        openFiles(new Path(root, "commits"), n -> n.startsWith(LogJournalFile.NAME_PREFIX));
     List<Path> segments = openFiles(new Path(root, "state/_segments"), n -> n.endsWith(".journal"));
     assertThat(offsets).as("open offset log journals").isNotEmpty();
     List<Set<String>> segmentPipelines = new ArrayList<>();

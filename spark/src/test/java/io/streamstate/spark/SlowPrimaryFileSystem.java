@@ -67,7 +67,7 @@ public class SlowPrimaryFileSystem extends ExclusiveCreateLocalFileSystem {
 
   /** Whether a sink task of this JVM has a spill file named {@code name}: the output's primary. */
   private static boolean isSpillFileName(String name) {
-    Path root = HedgedSinkWrites.spillRoot();
+    Path root = LocalDirs.sinkSpillRoot();
     try (java.util.stream.Stream<Path> attempts = java.nio.file.Files.list(root)) {
       return attempts.anyMatch(attempt -> java.nio.file.Files.exists(attempt.resolve(name)));
     } catch (java.nio.file.NoSuchFileException e) {

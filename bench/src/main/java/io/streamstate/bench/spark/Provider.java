@@ -69,7 +69,8 @@ enum Provider {
           + "FileSystemBasedCheckpointFileManager";
 
   /** Our checkpoint file manager for Spark's logs, of the {@code streamstate-rflogs} family. */
-  static final String RENAME_FREE_MANAGER = "io.streamstate.spark.RenameFreeCheckpointFileManager";
+  static final String RENAME_FREE_MANAGER =
+      "io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager";
 
   /** Our provider's switches that a variant turns off (the provider's default: true). */
   static final String HEDGE_ENABLED = "spark.sql.streaming.stateStore.streamstate.hedge.enabled";

@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 class BenchSettingsTest {
   private static final String HEDGED_COMMIT_PROTOCOL =
       "io.streamstate.spark.HedgedFileCommitProtocol";
-  private static final String RENAME_FREE = "io.streamstate.spark.RenameFreeCheckpointFileManager";
+  private static final String RENAME_FREE =
+      "io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager";
 
   @Test
   void theVariantsOfOursRunOnlyWhenNamed() {

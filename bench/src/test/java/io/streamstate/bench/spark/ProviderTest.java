@@ -18,7 +18,8 @@ class ProviderTest {
   private static final String COMMIT_PROTOCOL = "spark.sql.streaming.commitProtocolClass";
   private static final String HEDGED_COMMIT_PROTOCOL =
       "io.streamstate.spark.HedgedFileCommitProtocol";
-  private static final String RENAME_FREE = "io.streamstate.spark.RenameFreeCheckpointFileManager";
+  private static final String RENAME_FREE =
+      "io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager";
 
   @Test
   void noGroupIsOurProviderWithGroupCommitOffAndNothingElseChanged() {
@@ -53,7 +54,7 @@ class ProviderTest {
     Provider p = Provider.byLabel("streamstate-logjournal");
     assertThat(p.variantConfs()).isEqualTo(Map.of(LOG_JOURNAL, "true"));
     assertThat(p.checkpointFileManager())
-        .isEqualTo("io.streamstate.spark.RenameFreeCheckpointFileManager");
+        .isEqualTo("io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager");
     assertThat(p.onRequestOnly()).isTrue();
   }
 
@@ -63,7 +64,7 @@ class ProviderTest {
     assertThat(raw.variantConfs()).isEqualTo(Map.of(CODEC, "none"));
     assertThat(raw.checkpointFileManager())
         .isEqualTo(Provider.STREAMSTATE_RFLOGS.checkpointFileManager())
-        .isEqualTo("io.streamstate.spark.RenameFreeCheckpointFileManager");
+        .isEqualTo("io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager");
     assertThat(Provider.STREAMSTATE_RFLOGS.variantConfs()).isEmpty();
     assertThat(raw.onRequestOnly()).isTrue();
   }

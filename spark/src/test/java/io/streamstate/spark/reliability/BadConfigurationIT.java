@@ -2,7 +2,7 @@ package io.streamstate.spark.reliability;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.spark.RenameFreeCheckpointFileManager;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;

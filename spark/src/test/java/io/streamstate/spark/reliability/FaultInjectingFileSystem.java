@@ -1,5 +1,6 @@
 package io.streamstate.spark.reliability;
 
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -70,7 +71,7 @@ public class FaultInjectingFileSystem extends ExclusiveCreateLocalFileSystem {
     if (fault == null) {
       return new FSDataOutputStream(new SyncFaultStream(out, f, toLocal(f)), null);
     }
-    if (f.getName().endsWith(".journal") || f.getName().startsWith(".journal-")) {
+    if (f.getName().endsWith(".journal") || f.getName().startsWith(LogJournalFile.NAME_PREFIX)) {
       // A journal is created empty and appended to later: the create itself fails after taking
       // the name (the empty journal is left for the sweep).
       out.close();

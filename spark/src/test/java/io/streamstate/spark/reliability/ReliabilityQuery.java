@@ -10,9 +10,9 @@ import static org.apache.spark.sql.functions.max;
 import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.window;
 
-import io.streamstate.spark.RenameFreeCheckpointFileManager;
 import io.streamstate.spark.StreamStateConf;
 import io.streamstate.spark.StreamStateProvider;
+import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;

@@ -1,11 +1,14 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.HedgeCopyFile;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
+import io.streamstate.spark.StreamStateConf;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -102,7 +105,7 @@ class RenameFreeCheckpointFileManagerHedgeTest {
   void aStalledEntryWriteIsHedgedAndReadsBackCompleteThenTheCopyGoes() throws Exception {
     Path commit = new Path(root, "commits/0");
     byte[] bytes = entry(0);
-    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(ProcessResources.shared(), conf());
     StallingFileSystem.stall("0");
 
     write(fm, commit, bytes); // returns although the write of commits/0 is held by the latch
@@ -110,7 +113,8 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     assertThat(StallingFileSystem.stalledWrites()).isEqualTo(1);
     assertThat(Files.size(local("commits/0"))).as("the entry itself, still stalled").isZero();
     assertThat(local("commits/.0.hedge")).exists();
-    HedgeMetrics.Snapshot delta = HedgedLogWrites.metrics(conf()).since(before);
+    HedgeMetrics.Snapshot delta =
+        HedgedLogWrites.metrics(ProcessResources.shared(), conf()).since(before);
     assertThat(delta.hedgesFired()).isEqualTo(1);
     assertThat(delta.hedgesWon()).isEqualTo(1);
 
@@ -130,21 +134,25 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     await("hedge copy deleted", () -> !Files.exists(local("commits/.0.hedge")));
     assertThat(Files.readAllBytes(local("commits/0"))).isEqualTo(bytes);
     assertThat(read(commit)).isEqualTo(bytes);
-    assertThat(HedgedLogWrites.metrics(conf()).since(before).losersCleaned()).isEqualTo(1);
+    assertThat(
+            HedgedLogWrites.metrics(ProcessResources.shared(), conf())
+                .since(before)
+                .losersCleaned())
+        .isEqualTo(1);
   }
 
   @Test
   void anEntryWhoseWriteFailsAfterItsHedgeWonIsReadFromTheCopyAndDeletedWithIt() throws Exception {
     Path offsets = new Path(root, "offsets/7");
     byte[] bytes = entry(7);
-    long tornBefore = HedgedLogWrites.primaryFailuresAfterHedge();
+    long tornBefore = HedgedLogWrites.primaryFailuresAfterHedge(ProcessResources.shared());
     StallingFileSystem.stall("7");
     write(fm, offsets, bytes);
 
     StallingFileSystem.release(new IOException("injected: datanode pipeline failed"));
     await(
         "the entry's write failed after the hedge won",
-        () -> HedgedLogWrites.primaryFailuresAfterHedge() > tornBefore);
+        () -> HedgedLogWrites.primaryFailuresAfterHedge(ProcessResources.shared()) > tornBefore);
 
     // The name stays taken (never deleted once a hedge won), the batch reads from the copy.
     assertThat(local("offsets/7")).exists();
@@ -165,7 +173,7 @@ class RenameFreeCheckpointFileManagerHedgeTest {
   void aTornHedgeCopyIsIgnored() throws Exception {
     Files.createDirectories(local("commits"));
     byte[] bytes = entry(3);
-    byte[] framed = HedgedLogWrites.frame(bytes);
+    byte[] framed = HedgeCopyFile.encode(bytes);
 
     // A complete entry next to a torn copy: the entry.
     Files.write(local("commits/3"), bytes);
@@ -181,30 +189,13 @@ class RenameFreeCheckpointFileManagerHedgeTest {
         .hasMessageContaining("incomplete");
 
     // The same torn entry next to a complete copy: the copy.
-    Files.write(local("commits/.4.hedge"), HedgedLogWrites.frame(entry(4)));
+    Files.write(local("commits/.4.hedge"), HedgeCopyFile.encode(entry(4)));
     assertThat(read(new Path(root, "commits/4"))).isEqualTo(entry(4));
 
     // A complete copy of another, shorter content than the entry's: not this entry's copy.
     Files.write(local("commits/5"), entry(55555));
-    Files.write(local("commits/.5.hedge"), HedgedLogWrites.frame(entry(5)));
+    Files.write(local("commits/.5.hedge"), HedgeCopyFile.encode(entry(5)));
     assertThat(read(new Path(root, "commits/5"))).isEqualTo(entry(55555));
-  }
-
-  @Test
-  void everyTruncationOrBitFlipOfAHedgeCopyIsRejected() {
-    byte[] payload = entry(12);
-    byte[] framed = HedgedLogWrites.frame(payload);
-    assertThat(HedgedLogWrites.unframe(framed)).isEqualTo(payload);
-    for (int n = 0; n < framed.length; n++) {
-      assertThat(HedgedLogWrites.unframe(Arrays.copyOf(framed, n))).as("prefix %d", n).isNull();
-      byte[] flipped = framed.clone();
-      flipped[n] ^= 0x10;
-      assertThat(HedgedLogWrites.unframe(flipped)).as("bit flip at %d", n).isNull();
-    }
-    assertThat(HedgedLogWrites.isHedgeName(".12.hedge")).isTrue();
-    assertThat(HedgedLogWrites.isHedgeName(".hedge")).isFalse();
-    assertThat(HedgedLogWrites.isHedgeName(".1a.hedge")).isFalse();
-    assertThat(HedgedLogWrites.isHedgeName("12")).isFalse();
   }
 
   @Test
@@ -212,14 +203,15 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     // Not stalled: whichever copy wins, no copy stays and the entry is whole.
     write(fm, new Path(root, "offsets/0"), entry(0));
     // Over the buffer limit: written directly, never through the hedged writer.
-    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(ProcessResources.shared(), conf());
     byte[] large = new byte[HedgedLogWrites.MAX_HEDGED_BYTES + 10];
     Arrays.fill(large, (byte) 'x');
     System.arraycopy(entry(1), 0, large, 0, entry(1).length);
     write(fm, new Path(root, "offsets/1"), large);
     // Not a log entry: written directly.
     write(fm, new Path(root, "metadata"), "{\"id\":\"x\"}".getBytes(StandardCharsets.UTF_8));
-    assertThat(HedgedLogWrites.metrics(conf()).since(before).writes()).isZero();
+    assertThat(HedgedLogWrites.metrics(ProcessResources.shared(), conf()).since(before).writes())
+        .isZero();
 
     await("no hedge copy left", () -> !Files.exists(local("offsets/.0.hedge")));
     assertThat(Files.readAllBytes(local("offsets/0"))).isEqualTo(entry(0));
@@ -287,11 +279,12 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     }
 
     // Files written once per run or per query are not hedged.
-    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(conf());
+    HedgeMetrics.Snapshot before = HedgedLogWrites.metrics(ProcessResources.shared(), conf());
     write(fm, new Path(root, "state/0/_metadata/metadata"), sink);
     write(fm, new Path(root, "sources/0/x"), sink);
     write(fm, new Path(root, "sources/x/0"), sink);
-    assertThat(HedgedLogWrites.metrics(conf()).since(before).writes()).isZero();
+    assertThat(HedgedLogWrites.metrics(ProcessResources.shared(), conf()).since(before).writes())
+        .isZero();
   }
 
   /**

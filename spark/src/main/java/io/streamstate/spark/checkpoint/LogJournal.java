@@ -1,30 +1,28 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.FileAlreadyExistsException;
-import io.streamstate.core.error.MissingFileException;
-import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.StreamStateException;
-import io.streamstate.core.hedge.HedgeCopy;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.Storages;
 import io.streamstate.hadoop.HadoopStorage;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.ByteBuffer;
+import io.streamstate.spark.StreamStateConf;
+import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,15 +31,10 @@ import org.slf4j.LoggerFactory;
  * writes is one append and {@code hsync} to a file the driver keeps open, instead of a new file
  * (docs/protocol.md, "Spark log journal"). On HDFS that asks the NameNode nothing per batch.
  *
- * <pre>
- * &lt;log dir&gt;/.journal-&lt;epoch, 20 digits&gt;
- *   header  magic "SSLJ" | version u8 = 1 | reserved (3)
- *   record  payload length u32 | type u8 (1 put, 2 delete) | batch id u64
- *           | CRC32C(the 13 bytes before and the payload) u32 | payload (the entry; none for delete)
- * </pre>
- *
- * <p>Readers replay every journal in epoch order over the plain entry files of the directory;
- * within a journal they stop at the first record that is incomplete or does not verify.
+ * <p>The journal's format is {@link LogJournalFile} ({@code <log dir>/.journal-<epoch>}); readers
+ * replay every journal in epoch order over the plain entry files of the directory ({@link
+ * LogJournalReader}). This class is the writer, and answers reads from what it knows once it is the
+ * writer.
  *
  * <p><b>One writer.</b> Spark's contract is create-if-absent per entry. The first write of a
  * process takes the log over: it creates the journal of the next epoch (create-if-absent: of two
@@ -52,29 +45,25 @@ import org.slf4j.LoggerFactory;
  * create would. An entry is published as a plain file only as the hedge of a late append; the
  * writer then checks that no newer journal exists, so a writer fenced meanwhile learns it.
  *
- * <p>One instance per log directory per JVM ({@link #of}); thread-safe.
+ * <p>One instance per log directory per process ({@link LogJournals#journal}); thread-safe.
  */
 final class LogJournal {
   private static final Logger LOG = LoggerFactory.getLogger(LogJournal.class);
 
-  static final String PREFIX = ".journal-";
-  private static final byte[] MAGIC = {'S', 'S', 'L', 'J'};
-  private static final int VERSION = 1;
-  private static final int HEADER_LENGTH = 8;
-  private static final int RECORD_HEADER_LENGTH = 17;
-  private static final byte PUT = 1;
-  private static final byte DELETE = 2;
-
-  /** A journal rolls to the next epoch after this many records (entries and deletes). */
-  static final int DEFAULT_ROLL_RECORDS = 2048;
-
-  /** {@link #DEFAULT_ROLL_RECORDS}; tests lower it. */
-  static volatile int rollRecords = DEFAULT_ROLL_RECORDS;
-
-  private static final Map<String, LogJournal> BY_DIR = new ConcurrentHashMap<>();
-  private static final AtomicLong APPENDS = new AtomicLong();
-
   private final HadoopStorage storage;
+  private final LogJournalReader reader;
+
+  /**
+   * The journal rolls to the next epoch after this many records (entries and deletes), or twice its
+   * live entries if more ({@link StreamStateConf#LOG_JOURNAL_ROLL_RECORDS}).
+   */
+  private final int rollRecords;
+
+  /** The process's count of appends to log journals. */
+  private final AtomicLong appends;
+
+  /** Closes and deletes rolled journals: the process's pool. */
+  private final Executor background;
 
   /** Set by the first manager that hedges (a reading manager may have made this journal). */
   private volatile HedgedWriter hedger;
@@ -84,163 +73,52 @@ final class LogJournal {
   private long currentEpoch = -1;
   private int currentRecords;
   private final NavigableMap<Long, byte[]> entries = new TreeMap<>();
-  private final java.util.Set<Long> plainEntries = new TreeSet<>();
-  private final java.util.List<Long> pendingDeletes = new ArrayList<>();
+  private final Set<Long> plainEntries = new TreeSet<>();
+  private final List<Long> pendingDeletes = new ArrayList<>();
 
   /** A journal whose append was late (hedged): the next write moves on to the next epoch. */
   private volatile AppendableFile retired;
 
-  private LogJournal(HadoopStorage storage, HedgedWriter hedger) {
+  /** Made by {@link LogJournals#journal}, one per log directory per process. */
+  LogJournal(
+      HadoopStorage storage,
+      HedgedWriter hedger,
+      int rollRecords,
+      AtomicLong appends,
+      Executor background) {
     this.storage = storage;
+    this.reader = new LogJournalReader(storage);
     this.hedger = hedger;
+    this.rollRecords = rollRecords;
+    this.appends = appends;
+    this.background = background;
+  }
+
+  /** Hedges appends with {@code hedger} from now on, unless this journal already has a hedger. */
+  void hedgeWith(HedgedWriter hedger) {
+    if (this.hedger == null && hedger != null) {
+      this.hedger = hedger;
+    }
   }
 
   /**
-   * The journal of the log directory {@code storage} is rooted at, in this JVM.
-   *
-   * @param hedger hedges appends with a plain entry file (null: not hedged)
+   * The process dies: the writer's journal is closed, as the death of its process closes it (and
+   * drops its lock), and this journal stops being the writer.
    */
-  static LogJournal of(HadoopStorage storage, HedgedWriter hedger) {
-    LogJournal journal =
-        BY_DIR.computeIfAbsent(storage.describe(), d -> new LogJournal(storage, hedger));
-    if (journal.hedger == null && hedger != null) {
-      journal.hedger = hedger;
+  synchronized void die() {
+    if (current != null) {
+      current.close();
+      release();
     }
-    return journal;
-  }
-
-  /**
-   * Forgets every journal of this JVM, as a new process would start (tests). With {@code
-   * writersDie}, each writer's journal is closed first, as the death of its process closes it (and
-   * drops its lock); without, the writers live on as zombies.
-   */
-  static void forgetAllForTests(boolean writersDie) {
-    if (writersDie) {
-      for (LogJournal j : BY_DIR.values()) {
-        synchronized (j) {
-          if (j.current != null) {
-            j.current.close();
-            j.release();
-          }
-        }
-      }
-    }
-    BY_DIR.clear();
-  }
-
-  /** Appends to log journals in this JVM (tests, metrics). */
-  static long appends() {
-    return APPENDS.get();
-  }
-
-  static boolean isJournalName(String name) {
-    return name.startsWith(PREFIX) && epochOf(name) >= 0;
-  }
-
-  private static long epochOf(String name) {
-    try {
-      return Long.parseLong(name.substring(PREFIX.length()));
-    } catch (NumberFormatException e) {
-      return -1;
-    }
-  }
-
-  private static String journalName(long epoch) {
-    return PREFIX + String.format("%020d", epoch);
-  }
-
-  private static boolean isEntryName(String name) {
-    return !name.isEmpty() && name.chars().allMatch(Character::isDigit);
   }
 
   /** Whether the directory holds journals (one listing). */
   boolean hasJournals() {
-    return storage.list("").stream().anyMatch(f -> isJournalName(f.name()));
+    return reader.hasJournals();
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Reading
-
-  /** What a replay of the directory found: live entries and the plain entry files among them. */
-  private record Log(
-      NavigableMap<Long, byte[]> entries, java.util.Set<Long> plain, long maxEpoch) {}
-
-  /** Lists the directory and replays its journals over its plain entry files. */
-  private Log replay() {
-    List<FileInfo> listed = storage.list("");
-    NavigableMap<Long, String> journals = new TreeMap<>();
-    java.util.Set<Long> plain = new TreeSet<>();
-    for (FileInfo f : listed) {
-      if (isJournalName(f.name())) {
-        journals.put(epochOf(f.name()), f.name());
-      } else if (isEntryName(f.name())) {
-        plain.add(Long.parseLong(f.name()));
-      }
-    }
-    NavigableMap<Long, byte[]> replayed = new TreeMap<>();
-    for (String journal : journals.values()) {
-      readJournal(journal, replayed, plain);
-    }
-    return new Log(replayed, plain, journals.isEmpty() ? -1 : journals.lastKey());
-  }
-
-  /** Applies one journal's complete records to {@code into}; a delete also hides a plain file. */
-  private void readJournal(
-      String name, NavigableMap<Long, byte[]> into, java.util.Set<Long> plain) {
-    byte[] bytes;
-    try (InputStream in = storage.open(name)) {
-      bytes = in.readAllBytes();
-    } catch (MissingFileException e) {
-      return; // rolled away meanwhile: its entries are in a newer journal
-    } catch (IOException e) {
-      throw new io.streamstate.core.error.RetryableException(
-          "Cannot read " + where(name) + ": " + e, e);
-    }
-    if (bytes.length < HEADER_LENGTH) {
-      return; // just created
-    }
-    if (!Arrays.equals(bytes, 0, 4, MAGIC, 0, 4)) {
-      throw new io.streamstate.core.error.CorruptFileException(
-          where(name) + " is corrupt: bad header magic; not a streamstate log journal");
-    }
-    if (bytes[4] != VERSION) {
-      throw new io.streamstate.core.error.UnsupportedException(
-          where(name)
-              + " is a log journal of format version "
-              + bytes[4]
-              + "; this release reads version "
-              + VERSION
-              + ". Was it written by a newer streamstate? Upgrade to read it.");
-    }
-    ByteBuffer in = ByteBuffer.wrap(bytes);
-    int pos = HEADER_LENGTH;
-    while (pos + RECORD_HEADER_LENGTH <= bytes.length) {
-      int length = in.getInt(pos);
-      byte type = in.get(pos + 4);
-      long batchId = in.getLong(pos + 5);
-      int stored = in.getInt(pos + 13);
-      if (length < 0 || pos + RECORD_HEADER_LENGTH + (long) length > bytes.length) {
-        break; // an append in flight, or the one that failed
-      }
-      CRC32C crc = new CRC32C();
-      crc.update(bytes, pos, 13);
-      crc.update(bytes, pos + RECORD_HEADER_LENGTH, length);
-      if ((int) crc.getValue() != stored || (type != PUT && type != DELETE)) {
-        LOG.debug("{} ends at offset {}: the record there does not verify", where(name), pos);
-        break;
-      }
-      if (type == PUT) {
-        into.put(
-            batchId,
-            Arrays.copyOfRange(
-                bytes, pos + RECORD_HEADER_LENGTH, pos + RECORD_HEADER_LENGTH + length));
-      } else {
-        into.remove(batchId);
-        plain.remove(batchId);
-      }
-      pos += RECORD_HEADER_LENGTH + length;
-    }
-  }
+  // Reading (through LogJournalReader)
 
   /**
    * Every live entry and its length, in journals or as plain files, for {@code list}: what this
@@ -256,7 +134,7 @@ final class LogJournal {
       }
       return lengths;
     }
-    Log log = replay();
+    LogJournalReader.Log log = reader.replay();
     log.entries().forEach((id, bytes) -> lengths.put(id, (long) bytes.length));
     for (long id : log.plain()) {
       lengths.putIfAbsent(id, -1L);
@@ -266,7 +144,7 @@ final class LogJournal {
 
   /** The entry {@code batchId} if a journal holds it (null: read its plain file, if any). */
   synchronized byte[] get(long batchId) {
-    return current != null ? entries.get(batchId) : replay().entries().get(batchId);
+    return current != null ? entries.get(batchId) : reader.replay().entries().get(batchId);
   }
 
   /** Whether entry {@code batchId} exists, in a journal or as a plain file. */
@@ -274,7 +152,7 @@ final class LogJournal {
     if (current != null) {
       return entries.containsKey(batchId) || plainEntries.contains(batchId);
     }
-    Log log = replay();
+    LogJournalReader.Log log = reader.replay();
     return log.entries().containsKey(batchId) || log.plain().contains(batchId);
   }
 
@@ -299,7 +177,7 @@ final class LogJournal {
       if (entries.containsKey(batchId) || plainEntries.contains(batchId)) {
         throw new FileAlreadyExistsException(where(Long.toString(batchId)));
       }
-      byte[] record = withPendingDeletes(record(PUT, batchId, bytes));
+      byte[] record = withPendingDeletes(LogJournalFile.put(batchId, bytes));
       String entryName = Long.toString(batchId);
       try {
         if (!hedged) {
@@ -307,8 +185,8 @@ final class LogJournal {
         } else {
           HedgedPublish published =
               hedging.publish(
-                  new AppendCopy(current, record),
-                  new PlainEntryCopy(entryName, currentEpoch),
+                  new LogJournalCopies.AppendCopy(storage, current, record, this::retire),
+                  new LogJournalCopies.PlainEntryCopy(storage, entryName, currentEpoch),
                   bytes);
           if (published.name().equals(entryName)) {
             plainEntries.add(batchId); // the hedge won (the late append may still add a record)
@@ -318,7 +196,7 @@ final class LogJournal {
         giveUp();
         throw e;
       }
-      APPENDS.incrementAndGet();
+      appends.incrementAndGet();
       currentRecords++;
       pendingDeletes.clear();
       entries.put(batchId, bytes);
@@ -339,10 +217,10 @@ final class LogJournal {
     }
     long epoch = currentEpoch + 1;
     AppendableFile next = createNextJournal(epoch);
-    java.io.ByteArrayOutputStream records = new java.io.ByteArrayOutputStream();
-    records.writeBytes(header());
+    ByteArrayOutputStream records = new ByteArrayOutputStream();
+    records.writeBytes(LogJournalFile.header());
     records.writeBytes(liveRecords());
-    records.writeBytes(record(PUT, batchId, bytes));
+    records.writeBytes(LogJournalFile.put(batchId, bytes));
     AppendableFile old = current;
     long oldEpoch = currentEpoch;
     // The new journal is this writer's from here: a hedge checks for journals newer than it.
@@ -354,25 +232,25 @@ final class LogJournal {
     try {
       HedgedPublish published =
           hedging.publish(
-              new AppendCopy(next, records.toByteArray()),
-              new PlainEntryCopy(entryName, epoch),
+              new LogJournalCopies.AppendCopy(storage, next, records.toByteArray(), this::retire),
+              new LogJournalCopies.PlainEntryCopy(storage, entryName, epoch),
               bytes);
       hedgeWon = published.name().equals(entryName);
       if (!hedgeWon) {
         checkNoNewerJournal(epoch);
       }
     } catch (RuntimeException e) {
-      BACKGROUND.execute(old::close);
+      background.execute(old::close);
       giveUp(); // closes the new journal
       throw e;
     }
     if (hedgeWon) {
       plainEntries.add(batchId); // the new journal is retired: the older ones stay until a roll
-      BACKGROUND.execute(old::close);
+      background.execute(old::close);
     } else {
       closeAndDeleteUpTo(old, oldEpoch);
     }
-    APPENDS.incrementAndGet();
+    appends.incrementAndGet();
     currentRecords = entries.size() + pendingDeletes.size() + 1;
     pendingDeletes.clear();
     entries.put(batchId, bytes);
@@ -381,10 +259,10 @@ final class LogJournal {
   /** Creates the journal a roll continues in; taken: another writer took the log over. */
   private AppendableFile createNextJournal(long epoch) {
     try {
-      return storage.createAppendable(journalName(epoch));
+      return storage.createAppendable(LogJournalFile.name(epoch));
     } catch (FileAlreadyExistsException e) {
       giveUp();
-      throw superseded(journalName(epoch));
+      throw superseded(LogJournalFile.name(epoch));
     }
   }
 
@@ -397,14 +275,14 @@ final class LogJournal {
 
   /** A record of every live journaled entry, then the pending deletes: a new journal's start. */
   private byte[] liveRecords() {
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (Map.Entry<Long, byte[]> e : entries.entrySet()) {
       if (!plainEntries.contains(e.getKey())) {
-        out.writeBytes(record(PUT, e.getKey(), e.getValue()));
+        out.writeBytes(LogJournalFile.put(e.getKey(), e.getValue()));
       }
     }
     for (long id : pendingDeletes) {
-      out.writeBytes(record(DELETE, id, new byte[0]));
+      out.writeBytes(LogJournalFile.delete(id));
     }
     return out.toByteArray();
   }
@@ -412,7 +290,7 @@ final class LogJournal {
   /** A newer writer took the log over while this one rolled: it stops being the writer. */
   private void checkNoNewerJournal(long epoch) {
     for (FileInfo f : storage.list("")) {
-      if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
+      if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) > epoch) {
         throw superseded(f.name());
       }
     }
@@ -423,11 +301,11 @@ final class LogJournal {
    * in the background.
    */
   private void closeAndDeleteUpTo(AppendableFile old, long epoch) {
-    BACKGROUND.execute(
+    background.execute(
         () -> {
           old.close();
           for (FileInfo f : storage.list("")) {
-            if (isJournalName(f.name()) && epochOf(f.name()) <= epoch) {
+            if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) <= epoch) {
               storage.delete(f.name());
             }
           }
@@ -459,7 +337,7 @@ final class LogJournal {
           giveUp();
           throw e;
         }
-        APPENDS.incrementAndGet();
+        appends.incrementAndGet();
         currentRecords++;
         pendingDeletes.clear();
       }
@@ -480,9 +358,9 @@ final class LogJournal {
     if (pendingDeletes.isEmpty()) {
       return record;
     }
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (long id : pendingDeletes) {
-      out.writeBytes(record(DELETE, id, new byte[0]));
+      out.writeBytes(LogJournalFile.delete(id));
       currentRecords++;
     }
     out.writeBytes(record);
@@ -506,7 +384,7 @@ final class LogJournal {
       try {
         storage.create(name, ContentWriter.ofBytes(e.getValue()));
       } catch (FileAlreadyExistsException taken) {
-        byte[] there = io.streamstate.core.storage.Storages.readAll(storage, name);
+        byte[] there = Storages.readAll(storage, name);
         if (!Arrays.equals(there, e.getValue())) {
           throw new ConflictException(
               where(name) + " exists with other content than the journal's entry: not written out",
@@ -516,15 +394,15 @@ final class LogJournal {
       written++;
     }
     AppendableFile last = current;
-    java.util.Set<Long> live = new TreeSet<>(entries.keySet());
+    Set<Long> live = new TreeSet<>(entries.keySet());
     live.addAll(plainEntries);
     release();
     last.close();
     for (FileInfo f : storage.list("")) {
       // The journals, and entry files the log does not hold (a fenced writer's late hedge, or
       // deleted by a journal record): Spark's own reader would take them for entries.
-      if (isJournalName(f.name())
-          || (isEntryName(f.name()) && !live.contains(Long.parseLong(f.name())))) {
+      if (LogJournalFile.isName(f.name())
+          || (LogJournalReader.isEntryName(f.name()) && !live.contains(Long.parseLong(f.name())))) {
         storage.delete(f.name());
       }
     }
@@ -537,7 +415,7 @@ final class LogJournal {
     AppendableFile file = current;
     release();
     if (file != null) {
-      BACKGROUND.execute(file::close);
+      background.execute(file::close);
     }
   }
 
@@ -566,29 +444,29 @@ final class LogJournal {
       rollTo(currentEpoch + 1);
       return;
     }
-    long epoch = replay().maxEpoch() + 1;
+    long epoch = reader.replay().maxEpoch() + 1;
     AppendableFile mine;
     try {
-      mine = storage.createAppendable(journalName(epoch));
+      mine = storage.createAppendable(LogJournalFile.name(epoch));
     } catch (FileAlreadyExistsException e) {
       throw new ConflictException(
           "Another writer is taking over "
               + storage.describe()
               + " at the same time ("
-              + journalName(epoch)
+              + LogJournalFile.name(epoch)
               + " exists): two queries on one checkpoint?",
           e);
     }
     try {
-      mine.append(header());
+      mine.append(LogJournalFile.header());
       for (FileInfo f : storage.list("")) {
-        if (isJournalName(f.name()) && epochOf(f.name()) < epoch) {
+        if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) < epoch) {
           storage.fence(f.name());
         }
       }
-      Log log = replay();
+      LogJournalReader.Log log = reader.replay();
       if (log.maxEpoch() > epoch) {
-        throw superseded(journalName(log.maxEpoch()));
+        throw superseded(LogJournalFile.name(log.maxEpoch()));
       }
       entries.clear();
       entries.putAll(log.entries());
@@ -597,7 +475,8 @@ final class LogJournal {
     } catch (RuntimeException e) {
       mine.close();
       try {
-        storage.delete(journalName(epoch)); // an empty journal, that a live writer must not see
+        storage.delete(
+            LogJournalFile.name(epoch)); // an empty journal, that a live writer must not see
       } catch (RuntimeException suppressed) {
         e.addSuppressed(suppressed);
       }
@@ -626,8 +505,8 @@ final class LogJournal {
     AppendableFile old = current;
     long oldEpoch = currentEpoch;
     AppendableFile next = createNextJournal(epoch);
-    java.io.ByteArrayOutputStream snapshot = new java.io.ByteArrayOutputStream();
-    snapshot.writeBytes(header());
+    ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
+    snapshot.writeBytes(LogJournalFile.header());
     snapshot.writeBytes(liveRecords());
     try {
       next.append(snapshot.toByteArray());
@@ -645,113 +524,12 @@ final class LogJournal {
     closeAndDeleteUpTo(old, oldEpoch);
   }
 
-  private static byte[] header() {
-    return new byte[] {MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], VERSION, 0, 0, 0};
-  }
-
-  private static byte[] record(byte type, long batchId, byte[] payload) {
-    ByteBuffer b = ByteBuffer.allocate(RECORD_HEADER_LENGTH + payload.length);
-    b.putInt(payload.length).put(type).putLong(batchId);
-    CRC32C crc = new CRC32C();
-    crc.update(b.array(), 0, 13);
-    crc.update(payload);
-    b.putInt((int) crc.getValue()).put(payload);
-    return b.array();
-  }
-
   private String where(String name) {
-    return storage.describe() + "/" + name;
+    return reader.where(name);
   }
 
-  /** The append of one put's records to one journal, as the primary copy of a hedged put. */
-  private final class AppendCopy implements HedgeCopy {
-    private final AppendableFile file;
-    private final byte[] records;
-
-    AppendCopy(AppendableFile file, byte[] records) {
-      this.file = file;
-      this.records = records;
-    }
-
-    @Override
-    public String write(byte[] content) {
-      return file.name() + "@" + file.append(records);
-    }
-
-    /** A record cannot be taken out: a late duplicate of the entry, harmless. */
-    @Override
-    public boolean discard(String name) {
-      return false;
-    }
-
-    /**
-     * Later entries go to the next journal: this one's pipeline is slow. Reported first, so that
-     * the hedge's file and the next journal are created on other DataNodes (on HDFS).
-     */
-    @Override
-    public void hedgeStarted() {
-      storage.reportLateWrite(file.name());
-      retired = file;
-    }
-
-    @Override
-    public String describe() {
-      return where(file.name()) + " (append)";
-    }
+  /** An append to {@code file} was late (hedged): the next write moves on to the next epoch. */
+  private void retire(AppendableFile file) {
+    retired = file;
   }
-
-  /**
-   * The entry as a plain file, the hedge of a late append. After creating it, checks that no newer
-   * journal exists: a writer fenced by a newer one must not believe its entry published; the newer
-   * writer either listed after this file was created (and saw it), or created its journal before
-   * (and is seen here).
-   */
-  private final class PlainEntryCopy implements HedgeCopy {
-    private final String name;
-    private final long epoch;
-
-    PlainEntryCopy(String name, long epoch) {
-      this.name = name;
-      this.epoch = epoch;
-    }
-
-    @Override
-    public String write(byte[] content) {
-      checkNotSuperseded();
-      storage.create(name, ContentWriter.ofBytes(content));
-      checkNotSuperseded();
-      return name;
-    }
-
-    private void checkNotSuperseded() {
-      for (FileInfo f : storage.list("")) {
-        if (isJournalName(f.name()) && epochOf(f.name()) > epoch) {
-          throw new OutcomeUnknownException(
-              where(name)
-                  + " was written while a newer writer took the log over ("
-                  + f.name()
-                  + "): two queries on one checkpoint?");
-        }
-      }
-    }
-
-    @Override
-    public boolean discard(String written) {
-      storage.delete(written);
-      return true;
-    }
-
-    @Override
-    public String describe() {
-      return where(name);
-    }
-  }
-
-  private static final java.util.concurrent.ExecutorService BACKGROUND =
-      java.util.concurrent.Executors.newCachedThreadPool(
-          task -> {
-            Thread t = new Thread(task, "streamstate-log-journal");
-            t.setDaemon(true);
-            return t;
-          });
 }

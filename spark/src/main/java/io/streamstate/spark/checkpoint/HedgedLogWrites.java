@@ -1,9 +1,11 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.HedgeCopyFile;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgePolicy;
 import io.streamstate.core.hedge.HedgedPublish;
@@ -14,20 +16,19 @@ import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorage;
+import io.streamstate.spark.Hedgers;
+import io.streamstate.spark.StreamStateConf;
 import java.io.ByteArrayInputStream;
 import java.io.EOFException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
-import java.nio.ByteBuffer;
-import java.util.Arrays;
-import java.util.HashMap;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.zip.CRC32C;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -52,10 +53,9 @@ import org.slf4j.LoggerFactory;
  * failed there. The stream buffers the entry; at close {@link #publish} hands the bytes to a {@link
  * HedgedWriter} whose "primary create" writes them to that open stream (write, hsync, close: where
  * a slow datanode stalls) and whose "alternate create" writes a new file {@code .N.hedge} holding
- * the same bytes followed by a trailer (payload length u64, CRC32C of the payload u32, magic {@code
- * SSLH}), so that a reader can tell a complete hedge copy from a torn one. The first to complete
- * returns from close. {@code N} itself always holds the raw entry (Spark and any tool read it
- * unchanged) once its write completes.
+ * the same bytes followed by a trailer ({@link HedgeCopyFile}), so that a reader can tell a
+ * complete hedge copy from a torn one. The first to complete returns from close. {@code N} itself
+ * always holds the raw entry (Spark and any tool read it unchanged) once its write completes.
  *
  * <ul>
  *   <li>The hedge copy is written only after the name {@code N} is ours, so it can never make a
@@ -70,9 +70,10 @@ import org.slf4j.LoggerFactory;
  *       DataNodePlacement}): the copy is created on other DataNodes.
  * </ul>
  *
- * <p>One {@link HedgedWriter} per JVM and policy, separate from the state stores' (log writes have
- * their own latencies), with the policy of our {@code hedge.*} keys if Spark copied them into the
- * Hadoop configuration (it copies every SQL conf), else {@link HedgePolicy#defaults()}.
+ * <p>One {@link HedgedWriter} per process and policy ({@link Hedgers.Kind#SPARK_LOGS}), separate
+ * from the state stores' (log writes have their own latencies), with the policy of our {@code
+ * hedge.*} keys if Spark copied them into the Hadoop configuration (it copies every SQL conf), else
+ * {@link HedgePolicy#defaults()}.
  */
 final class HedgedLogWrites {
   private static final Logger LOG = LoggerFactory.getLogger(HedgedLogWrites.class);
@@ -80,66 +81,41 @@ final class HedgedLogWrites {
   /** Entries larger than this are not buffered, and written directly as without hedging. */
   static final int MAX_HEDGED_BYTES = 1 << 20;
 
-  static final String HEDGE_SUFFIX = ".hedge";
-  static final int TRAILER_LENGTH = 16;
-  private static final byte[] MAGIC = {'S', 'S', 'L', 'H'};
-
-  /** One writer per JVM and policy (normally one), shared by every manager of the JVM. */
-  private static final Map<String, HedgedWriter> WRITERS = new HashMap<>();
-
-  /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
-  private static final AtomicLong PRIMARY_FAILURES_AFTER_HEDGE = new AtomicLong();
-
   private final FileSystem fs;
   private final HedgedWriter writer;
   private final DataNodePlacement placement;
   private final Map<Path, HadoopStorage> storages = new ConcurrentHashMap<>();
 
-  HedgedLogWrites(FileSystem fs, Configuration conf, DataNodePlacement placement) {
+  /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
+  private final AtomicLong primaryFailuresAfterHedge;
+
+  HedgedLogWrites(
+      FileSystem fs, Configuration conf, DataNodePlacement placement, ProcessResources resources) {
     this.fs = fs;
-    this.writer = sharedWriter(policy(conf));
+    this.writer = writerOf(resources, conf);
     this.placement = placement;
+    this.primaryFailuresAfterHedge =
+        CheckpointProcessState.of(resources).primaryFailuresAfterHedge();
   }
 
-  /** The policy of our {@code hedge.*} keys in {@code conf}. */
-  static HedgePolicy policy(Configuration conf) {
-    Map<String, String> keys = new HashMap<>();
-    String prefix = StreamStateConf.PREFIX + "hedge.";
-    for (Map.Entry<String, String> e : conf) {
-      if (e.getKey().startsWith(prefix)) {
-        keys.put(e.getKey(), e.getValue());
-      }
-    }
-    return StreamStateConf.hedgePolicy(keys);
-  }
-
-  private static synchronized HedgedWriter sharedWriter(HedgePolicy policy) {
-    return WRITERS.computeIfAbsent(
-        policy.toString(), k -> new HedgedWriter(policy, ProcessResources.shared()));
+  /** The process's writer of log entries for the policy of {@code conf}. */
+  private static HedgedWriter writerOf(ProcessResources resources, Configuration conf) {
+    return Hedgers.of(resources).writer(Hedgers.Kind.SPARK_LOGS, StreamStateConf.hedgePolicy(conf));
   }
 
   /** The counters of the writer that managers with {@code conf} use; for tests and tools. */
-  static HedgeMetrics.Snapshot metrics(Configuration conf) {
-    return sharedWriter(policy(conf)).policy().metrics().snapshot();
+  static HedgeMetrics.Snapshot metrics(ProcessResources resources, Configuration conf) {
+    return writerOf(resources, conf).policy().metrics().snapshot();
   }
 
   /** The hedge deadline now of the writer that managers with {@code conf} use; for tests. */
-  static java.time.Duration deadline(Configuration conf) {
-    return sharedWriter(policy(conf)).policy().deadline();
+  static Duration deadline(ProcessResources resources, Configuration conf) {
+    return writerOf(resources, conf).policy().deadline();
   }
 
-  /** The counters of every log-write hedger of this JVM, summed; for tests and tools. */
-  static synchronized HedgeMetrics.Snapshot totals() {
-    HedgeMetrics.Snapshot sum = HedgeMetrics.Snapshot.ZERO;
-    for (HedgedWriter w : WRITERS.values()) {
-      sum = sum.plus(w.policy().metrics().snapshot());
-    }
-    return sum;
-  }
-
-  /** Primary writes that failed after their hedge won, in this JVM. */
-  static long primaryFailuresAfterHedge() {
-    return PRIMARY_FAILURES_AFTER_HEDGE.get();
+  /** Primary writes that failed after their hedge won, in the process of {@code resources}. */
+  static long primaryFailuresAfterHedge(ProcessResources resources) {
+    return CheckpointProcessState.of(resources).primaryFailuresAfterHedge().get();
   }
 
   boolean enabled() {
@@ -152,15 +128,16 @@ final class HedgedLogWrites {
   }
 
   static Path hedgePath(Path entry) {
-    return new Path(entry.getParent(), "." + entry.getName() + HEDGE_SUFFIX);
+    return new Path(entry.getParent(), HedgeCopyFile.nameOf(entry.getName()));
   }
 
   /** Whether {@code name} is a hedge copy's name ({@code .<digits>[.compact].hedge}). */
   static boolean isHedgeName(String name) {
+    String suffix = HedgeCopyFile.NAME_SUFFIX;
     return name.startsWith(".")
-        && name.endsWith(HEDGE_SUFFIX)
-        && name.length() > 1 + HEDGE_SUFFIX.length()
-        && isEntryName(name.substring(1, name.length() - HEDGE_SUFFIX.length()));
+        && name.endsWith(suffix)
+        && name.length() > 1 + suffix.length()
+        && isEntryName(name.substring(1, name.length() - suffix.length()));
   }
 
   /**
@@ -177,39 +154,6 @@ final class HedgedLogWrites {
 
   private static final String COMPACT_SUFFIX = ".compact";
 
-  /** The hedge copy's bytes: the payload, then its trailer. */
-  static byte[] frame(byte[] payload) {
-    CRC32C crc = new CRC32C();
-    crc.update(payload);
-    return ByteBuffer.allocate(payload.length + TRAILER_LENGTH)
-        .put(payload)
-        .putLong(payload.length)
-        .putInt((int) crc.getValue())
-        .put(MAGIC)
-        .array();
-  }
-
-  /** The payload of a complete hedge copy, or null if {@code bytes} is not one (torn, corrupt). */
-  static byte[] unframe(byte[] bytes) {
-    if (bytes.length < TRAILER_LENGTH) {
-      return null;
-    }
-    ByteBuffer trailer = ByteBuffer.wrap(bytes, bytes.length - TRAILER_LENGTH, TRAILER_LENGTH);
-    long length = trailer.getLong();
-    int crcValue = trailer.getInt();
-    byte[] magic = new byte[4];
-    trailer.get(magic);
-    if (!Arrays.equals(magic, MAGIC) || length != bytes.length - TRAILER_LENGTH) {
-      return null;
-    }
-    CRC32C crc = new CRC32C();
-    crc.update(bytes, 0, (int) length);
-    if ((int) crc.getValue() != crcValue) {
-      return null;
-    }
-    return Arrays.copyOf(bytes, (int) length);
-  }
-
   /**
    * The payload of {@code entry}'s hedge copy if there is one and it verifies, else null (absent,
    * torn, unreadable, or deleted while read: the caller reads {@code entry} itself).
@@ -218,18 +162,19 @@ final class HedgedLogWrites {
     Path hedge = hedgePath(entry);
     byte[] bytes;
     try (FSDataInputStream in = fs.open(hedge)) {
-      bytes = in.readNBytes(MAX_HEDGED_BYTES + TRAILER_LENGTH + 1);
+      bytes = in.readNBytes(MAX_HEDGED_BYTES + HedgeCopyFile.TRAILER_LENGTH + 1);
     } catch (FileNotFoundException e) {
       return null;
     } catch (IOException e) {
       LOG.debug("Cannot read the hedge copy {}, reading {}: {}", hedge, entry, e.toString());
       return null;
     }
-    byte[] payload = unframe(bytes);
-    if (payload == null) {
-      LOG.debug("Ignoring {}: not a complete hedge copy ({} bytes)", hedge, bytes.length);
+    try {
+      return HedgeCopyFile.decode(bytes, hedge.toString());
+    } catch (CorruptFileException e) {
+      LOG.debug("Ignoring {}", e.getMessage());
+      return null;
     }
-    return payload;
   }
 
   /** A stream over a payload read from a hedge copy, as {@code open} returns. */
@@ -348,7 +293,7 @@ final class HedgedLogWrites {
               "Not hedging " + entry + ": its write failed (a hedge is not a retry)");
         }
       }
-      dir.create(hedgeName, out -> out.write(frame(bytes)));
+      dir.create(hedgeName, out -> out.write(HedgeCopyFile.encode(bytes)));
       boolean torn;
       synchronized (this) {
         hedgeComplete = true;
@@ -360,7 +305,7 @@ final class HedgedLogWrites {
     }
 
     private void tornAfterHedge(Throwable cause) {
-      PRIMARY_FAILURES_AFTER_HEDGE.incrementAndGet();
+      primaryFailuresAfterHedge.incrementAndGet();
       LOG.warn(
           "Writing {} failed after its hedge copy {} had completed: the entry stays incomplete at"
               + " its name and this manager reads it from the copy (Spark's default manager cannot;"

@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import static io.streamstate.spark.CheckpointFileManagerTests.logEntry;
 import static io.streamstate.spark.CheckpointFileManagerTests.read;
@@ -7,6 +7,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
+import io.streamstate.spark.StreamStateConf;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
@@ -31,15 +34,14 @@ import org.junit.jupiter.api.io.TempDir;
  * deletes of old entries ride on the next put, deletes of the newest are durable at once; a new
  * writer takes the log over only from a dead one, and sees every entry; journals roll; a torn last
  * record is ignored; and a writer without journals writes them out for Spark's own manager. A
- * "process" here is a fresh registry ({@link LogJournal#forgetAllForTests}).
+ * "process" here is a fresh {@link ProcessResources} ({@link ProcessResources#restartForTests}).
  */
 class LogJournalTest {
   @TempDir java.nio.file.Path work;
 
   @AfterEach
   void forget() {
-    LogJournal.forgetAllForTests(true);
-    LogJournal.rollRecords = LogJournal.DEFAULT_ROLL_RECORDS;
+    ProcessResources.restartForTests(true);
   }
 
   private static Configuration conf(boolean journal) {
@@ -53,7 +55,11 @@ class LogJournalTest {
   }
 
   private RenameFreeCheckpointFileManager manager(boolean journal) {
-    RenameFreeCheckpointFileManager fm = new RenameFreeCheckpointFileManager(root(), conf(journal));
+    return manager(conf(journal));
+  }
+
+  private RenameFreeCheckpointFileManager manager(Configuration conf) {
+    RenameFreeCheckpointFileManager fm = new RenameFreeCheckpointFileManager(root(), conf);
     fm.createCheckpointDirectory();
     return fm;
   }
@@ -106,16 +112,16 @@ class LogJournalTest {
   @Test
   void entriesAreAppendsToOneJournalAndReadBackExactlyAlsoByANewProcess() throws IOException {
     RenameFreeCheckpointFileManager fm = manager(true);
-    long appends = LogJournal.appends();
+    long appends = LogJournals.of(ProcessResources.shared()).appends();
     writeEntries(fm, "offsets", 0, 9);
     writeEntries(fm, "commits", 0, 9);
 
-    assertThat(LogJournal.appends() - appends).isEqualTo(20);
-    assertThat(onDisk("offsets")).singleElement().asString().startsWith(LogJournal.PREFIX);
-    assertThat(onDisk("commits")).singleElement().asString().startsWith(LogJournal.PREFIX);
+    assertThat(LogJournals.of(ProcessResources.shared()).appends() - appends).isEqualTo(20);
+    assertThat(onDisk("offsets")).singleElement().asString().startsWith(LogJournalFile.NAME_PREFIX);
+    assertThat(onDisk("commits")).singleElement().asString().startsWith(LogJournalFile.NAME_PREFIX);
     assertEntries(fm, "offsets", 0, 9);
 
-    LogJournal.forgetAllForTests(false); // a reader in another process, the writer still alive
+    ProcessResources.restartForTests(false); // a reader in another process, the writer still alive
     assertEntries(manager(true), "offsets", 0, 9);
     assertEntries(manager(false), "commits", 0, 9);
   }
@@ -132,7 +138,7 @@ class LogJournalTest {
         .isInstanceOf(FileAlreadyExistsException.class);
     assertEntries(fm, "offsets", 0, 1);
 
-    LogJournal.forgetAllForTests(true); // a restarted driver
+    ProcessResources.restartForTests(true); // a restarted driver
     RenameFreeCheckpointFileManager restarted = manager(true);
     assertThatThrownBy(() -> write(restarted, entry("offsets", 1), logEntry("again", 90), false))
         .isInstanceOf(FileAlreadyExistsException.class);
@@ -143,15 +149,17 @@ class LogJournalTest {
   @Test
   void aRestartedDriverTakesOverFromADeadOneAndSeesEveryEntry() throws IOException {
     writeEntries(manager(true), "offsets", 0, 4);
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
 
     RenameFreeCheckpointFileManager second = manager(true);
     assertEntries(second, "offsets", 0, 4); // read before it writes: no take-over yet
     assertThat(onDisk("offsets")).hasSize(1);
     writeEntries(second, "offsets", 5, 6);
 
-    assertThat(onDisk("offsets")).hasSize(2).allMatch(n -> n.startsWith(LogJournal.PREFIX));
-    LogJournal.forgetAllForTests(true);
+    assertThat(onDisk("offsets"))
+        .hasSize(2)
+        .allMatch(n -> n.startsWith(LogJournalFile.NAME_PREFIX));
+    ProcessResources.restartForTests(true);
     assertEntries(manager(true), "offsets", 0, 6);
   }
 
@@ -160,13 +168,13 @@ class LogJournalTest {
       throws IOException {
     RenameFreeCheckpointFileManager first = manager(true);
     writeEntries(first, "offsets", 0, 0);
-    LogJournal.forgetAllForTests(false); // the first driver lives on (a second query starts)
+    ProcessResources.restartForTests(false); // the first driver lives on (a second query starts)
 
     RenameFreeCheckpointFileManager second = manager(true);
     assertThatThrownBy(() -> write(second, entry("offsets", 1), bytesOf(1), false))
         .isInstanceOf(IOException.class)
         .hasMessageContaining("live writer")
-        .hasMessageContaining(LogJournal.PREFIX);
+        .hasMessageContaining(LogJournalFile.NAME_PREFIX);
     // The refused driver left nothing behind, and the first one goes on.
     assertThat(onDisk("offsets")).hasSize(1);
     writeEntries(first, "offsets", 1, 2);
@@ -191,14 +199,15 @@ class LogJournalTest {
     writeEntries(fm, "offsets", 6, 6);
     fm.delete(entry("offsets", 6)); // Spark's purgeAfter: the newest entry goes
 
-    LogJournal.forgetAllForTests(true); // the driver dies right after
+    ProcessResources.restartForTests(true); // the driver dies right after
     assertEntries(manager(true), "offsets", 2, 5);
   }
 
   @Test
   void aJournalRollsWithEveryLiveEntryAndTheOlderJournalsGo() throws IOException {
-    LogJournal.rollRecords = 4;
-    RenameFreeCheckpointFileManager fm = manager(true);
+    Configuration rollingConf = conf(true);
+    rollingConf.setInt(StreamStateConf.LOG_JOURNAL_ROLL_RECORDS, 4);
+    RenameFreeCheckpointFileManager fm = manager(rollingConf);
     for (long id = 0; id <= 20; id++) {
       write(fm, entry("offsets", id), bytesOf(id), false);
       if (id >= 3) {
@@ -208,9 +217,9 @@ class LogJournalTest {
     await()
         .atMost(Duration.ofSeconds(30))
         .untilAsserted(() -> assertThat(onDisk("offsets")).hasSizeLessThanOrEqualTo(2));
-    assertThat(onDisk("offsets")).allMatch(n -> n.startsWith(LogJournal.PREFIX));
+    assertThat(onDisk("offsets")).allMatch(n -> n.startsWith(LogJournalFile.NAME_PREFIX));
     assertEntries(fm, "offsets", 18, 20);
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
     // The last purge (of 17) was still riding on a next put that never came: 17 is back, at the
     // front of the log, as documented.
     assertEntries(manager(true), "offsets", 17, 20);
@@ -219,7 +228,7 @@ class LogJournalTest {
   @Test
   void aTornLastRecordIsIgnoredAndTheNextWriterGoesOnAfterIt() throws IOException {
     writeEntries(manager(true), "offsets", 0, 2);
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
     java.nio.file.Path journal =
         work.resolve("cp").resolve("offsets").resolve(onDisk("offsets").get(0));
     // A driver that died mid-append: the start of one more record, cut short.
@@ -229,14 +238,14 @@ class LogJournalTest {
     RenameFreeCheckpointFileManager next = manager(true);
     assertEntries(next, "offsets", 0, 2);
     writeEntries(next, "offsets", 3, 3);
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
     assertEntries(manager(true), "offsets", 0, 3);
   }
 
   @Test
   void aWriterWithJournalsOffWritesThemOutSoSparksOwnManagerSeesTheWholeLog() throws Exception {
     writeEntries(manager(true), "commits", 0, 4);
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
 
     RenameFreeCheckpointFileManager plain = manager(false);
     assertEntries(plain, "commits", 0, 4); // read through the journals
@@ -262,11 +271,11 @@ class LogJournalTest {
     java.nio.file.Path dir = work.resolve("cp").resolve("offsets");
     Files.createDirectories(dir);
     Files.write(
-        dir.resolve(LogJournal.PREFIX + "00000000000000000001"),
+        dir.resolve(LogJournalFile.NAME_PREFIX + "00000000000000000001"),
         new byte[] {'S', 'S', 'L', 'J', 2, 0, 0, 0});
     RenameFreeCheckpointFileManager fm = manager(true);
     assertThatThrownBy(() -> fm.list(new Path(root(), "offsets")))
-        .hasMessageContaining(LogJournal.PREFIX + "00000000000000000001")
+        .hasMessageContaining(LogJournalFile.NAME_PREFIX + "00000000000000000001")
         .hasMessageContaining("format version 2");
   }
 }

@@ -1,9 +1,12 @@
-package io.streamstate.spark;
+package io.streamstate.spark.checkpoint;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.hadoop.PipelineFileSystem;
 import io.streamstate.hadoop.SlowDataNodes;
+import io.streamstate.spark.StreamStateConf;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -35,7 +38,7 @@ class CheckpointFileManagerSlowDataNodesTest {
     if (fs != null) {
       fs.release();
     }
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
   }
 
   private static Configuration conf(String scheme) {
@@ -111,7 +114,7 @@ class CheckpointFileManagerSlowDataNodesTest {
     Path log = new Path(root, "offsets");
     fs.nextPipeline(FIRST.toArray(new String[0]));
     write(fm, new Path(log, "0"), entry(0)); // takes the log over: journal epoch 0, on FIRST
-    Path firstJournal = new Path(log, LogJournal.PREFIX + String.format("%020d", 0));
+    Path firstJournal = new Path(log, LogJournalFile.NAME_PREFIX + String.format("%020d", 0));
     assertThat(fs.placed(firstJournal)).containsExactlyInAnyOrderElementsOf(FIRST);
     fs.slow("dn2:9866");
 
@@ -122,7 +125,7 @@ class CheckpointFileManagerSlowDataNodesTest {
     assertThat(fs.placed(new Path(log, "1"))).containsExactlyInAnyOrderElementsOf(SECOND);
 
     write(fm, new Path(log, "2"), entry(2)); // in the next epoch's journal, away from FIRST
-    Path nextJournal = new Path(log, LogJournal.PREFIX + String.format("%020d", 1));
+    Path nextJournal = new Path(log, LogJournalFile.NAME_PREFIX + String.format("%020d", 1));
     assertThat(fs.placed(nextJournal)).containsExactlyInAnyOrderElementsOf(SECOND);
     assertThat(fs.held()).as("the late append, and the old journal's close").isPositive();
     for (long batch = 0; batch <= 2; batch++) {
@@ -157,24 +160,24 @@ class CheckpointFileManagerSlowDataNodesTest {
     fs.nextPipeline(SECOND.toArray(new String[0]));
     fs.slow("dn5:9866");
     write(fm, new Path(log, "2"), entry(2));
-    Path journal1 = new Path(log, LogJournal.PREFIX + String.format("%020d", 1));
+    Path journal1 = new Path(log, LogJournalFile.NAME_PREFIX + String.format("%020d", 1));
     assertThat(fs.placed(journal1)).containsExactlyInAnyOrderElementsOf(SECOND);
     assertThat(fs.held()).as("the roll's append").isEqualTo(1);
     assertThat(fs.placed(new Path(log, "2"))).containsExactlyInAnyOrderElementsOf(FIRST);
-    Path journal0 = new Path(log, LogJournal.PREFIX + String.format("%020d", 0));
+    Path journal0 = new Path(log, LogJournalFile.NAME_PREFIX + String.format("%020d", 0));
     assertThat(fs.exists(journal0)).as("kept until a roll completes").isTrue();
 
     // Journal 1 is retired (its late append completes once the DataNode recovers): the next put
     // rolls to epoch 2.
     fs.release();
     write(fm, new Path(log, "3"), entry(3));
-    Path journal2 = new Path(log, LogJournal.PREFIX + String.format("%020d", 2));
+    Path journal2 = new Path(log, LogJournalFile.NAME_PREFIX + String.format("%020d", 2));
     assertThat(fs.exists(journal2)).isTrue();
     for (long batch = 0; batch <= 3; batch++) {
       assertThat(read(fm, new Path(log, Long.toString(batch)))).isEqualTo(entry(batch));
     }
     // A new process (this one's writers dead) replays the same log.
-    LogJournal.forgetAllForTests(true);
+    ProcessResources.restartForTests(true);
     RenameFreeCheckpointFileManager reader = new RenameFreeCheckpointFileManager(root, conf);
     for (long batch = 0; batch <= 3; batch++) {
       assertThat(read(reader, new Path(log, Long.toString(batch)))).isEqualTo(entry(batch));

@@ -1,0 +1,121 @@
+package io.streamstate.spark.checkpoint;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
+
+/**
+ * What a Spark log entry is, to the checkpoint file manager: which paths are entries of the logs
+ * Spark writes on a batch's path (and which of them can be hedged or journaled), and whether an
+ * entry's content is complete.
+ */
+final class SparkLogEntries {
+  private SparkLogEntries() {}
+
+  /** Whether {@code dir} is Spark's offset or commit log directory. */
+  static boolean isSparkLogDir(Path dir) {
+    return dir != null && (dir.getName().equals("offsets") || dir.getName().equals("commits"));
+  }
+
+  /** The batch id of a log entry's path. */
+  static long batchIdOf(Path path) {
+    return Long.parseLong(path.getName());
+  }
+
+  /**
+   * Entries of the metadata logs Spark writes on a batch's path, which are hedged: the offset and
+   * commit logs' ({@link #isSparkLogEntry}), a file source's log's ({@code sources/<i>/N}) and a
+   * file sink's log's ({@code _spark_metadata/N}); {@code N.compact} too (compacted batches of the
+   * last two, {@code CompactibleFileStreamLog}).
+   */
+  static boolean isHedgedLogEntry(Path path) {
+    Path parent = path.getParent();
+    if (parent == null || !HedgedLogWrites.isEntryName(path.getName())) {
+      return false;
+    }
+    String dir = parent.getName();
+    if (dir.equals("offsets") || dir.equals("commits") || dir.equals("_spark_metadata")) {
+      return true;
+    }
+    Path grandParent = parent.getParent();
+    return grandParent != null
+        && grandParent.getName().equals("sources")
+        && !dir.isEmpty()
+        && dir.chars().allMatch(Character::isDigit);
+  }
+
+  /** Entries of Spark's offset and commit logs: {@code offsets/<n>}, {@code commits/<n>}. */
+  static boolean isSparkLogEntry(Path path) {
+    Path parent = path.getParent();
+    return parent != null
+        && (parent.getName().equals("offsets") || parent.getName().equals("commits"))
+        && path.getName().matches("\\d+");
+  }
+
+  /**
+   * Spark's log entries carry no checksum, and on local disk and HDFS a driver that died while
+   * writing one (we write in place, without a temp file) leaves it torn: Spark would then fail with
+   * a JSON parser error that does not say which file. An entry is a version line and JSON objects,
+   * so a complete one ends with '}' and its braces balance; check that and name the file.
+   */
+  static void checkComplete(Path path, CheckpointFileManager files) {
+    byte[] content;
+    try (FSDataInputStream in = files.open(path)) {
+      content = in.readNBytes(MAX_LOG_ENTRY_BYTES + 1);
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot read " + path + ": " + e, e);
+    }
+    if (content.length > MAX_LOG_ENTRY_BYTES || isCompleteLogEntry(content)) {
+      return;
+    }
+    throw new UncheckedIOException(
+        new IOException(
+            "Spark's checkpoint file "
+                + path
+                + " is incomplete ("
+                + content.length
+                + " bytes whose lines are not all complete JSON): torn by a crash while it"
+                + " was written. If the query crashed while writing it, delete it and any later"
+                + " entries of "
+                + path.getParent()
+                + ", so that Spark runs that batch again (spark/README.md, Reliability)."));
+  }
+
+  private static final int MAX_LOG_ENTRY_BYTES = 16 << 20;
+
+  /** Parses log entry lines; trailing tokens on a line make it invalid. */
+  private static final ObjectMapper JSON =
+      new ObjectMapper().enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
+  /**
+   * Whether {@code content} is a whole entry of Spark's offset or commit log: a version line
+   * ({@code v1}), then lines that are each one complete JSON value (an object, or a number such as
+   * a memory source's offset), or {@code -} (Spark's missing offset).
+   */
+  static boolean isCompleteLogEntry(byte[] content) {
+    String[] lines = new String(content, StandardCharsets.UTF_8).split("\n", -1);
+    if (lines.length < 2 || !lines[0].startsWith("v")) {
+      return false;
+    }
+    for (int i = 1; i < lines.length; i++) {
+      if (lines[i].equals("-")) {
+        continue;
+      }
+      try {
+        JsonNode node = JSON.readTree(lines[i]);
+        if (node == null || node.isMissingNode()) {
+          return false;
+        }
+      } catch (IOException e) {
+        return false;
+      }
+    }
+    return true;
+  }
+}
