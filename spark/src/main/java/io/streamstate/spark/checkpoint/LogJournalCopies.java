@@ -3,6 +3,7 @@ package io.streamstate.spark.checkpoint;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgeCopy;
+import io.streamstate.core.hedge.JournalAppendCopy;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
@@ -17,7 +18,7 @@ final class LogJournalCopies {
   private LogJournalCopies() {}
 
   /** The append of one put's records to one journal, as the primary copy of a hedged put. */
-  static final class AppendCopy implements HedgeCopy {
+  static final class AppendCopy extends JournalAppendCopy<AppendableFile> {
     private final HadoopStorage storage;
     private final AppendableFile file;
     private final byte[] records;
@@ -28,6 +29,7 @@ final class LogJournalCopies {
         AppendableFile file,
         byte[] records,
         Consumer<AppendableFile> retire) {
+      super(storage);
       this.storage = storage;
       this.file = file;
       this.records = records;
@@ -39,20 +41,20 @@ final class LogJournalCopies {
       return file.name() + "@" + file.append(records);
     }
 
-    /** A record cannot be taken out: a late duplicate of the entry, harmless. */
     @Override
-    public boolean discard(String name) {
-      return false;
+    protected AppendableFile journal() {
+      return file;
     }
 
-    /**
-     * Later entries go to the next journal: this one's pipeline is slow. Reported first, so that
-     * the hedge's file and the next journal are created on other DataNodes (on HDFS).
-     */
     @Override
-    public void hedgeStarted() {
-      storage.reportLateWrite(file.name());
-      retire.accept(file);
+    protected AppendableFile fileOf(AppendableFile journal) {
+      return journal;
+    }
+
+    /** Later entries go to the next journal (the hedge's file and it placed elsewhere on HDFS). */
+    @Override
+    protected void retire(AppendableFile late) {
+      retire.accept(late);
     }
 
     @Override

@@ -6,6 +6,7 @@ import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.format.SegmentJournalFile;
 import io.streamstate.core.hedge.HedgeCopy;
+import io.streamstate.core.hedge.JournalAppendCopy;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
@@ -352,13 +353,14 @@ final class SegmentJournalWriter {
   }
 
   /** The journal append as one copy of a hedged publish (the other is a segment file). */
-  private final class AppendCopy implements HedgeCopy {
+  private final class AppendCopy extends JournalAppendCopy<Journal> {
     private final long segmentId;
     private final HedgeCopy fallback;
     volatile Journal journal;
     volatile boolean hedged;
 
     AppendCopy(long segmentId, HedgeCopy fallback) {
+      super(storage);
       this.segmentId = segmentId;
       this.fallback = fallback;
     }
@@ -369,29 +371,40 @@ final class SegmentJournalWriter {
       return name != null ? name : fallback.write(content);
     }
 
-    /** A record cannot be taken out of a journal: a complete duplicate is left for the sweep. */
+    /** A record is never discarded (left for the sweep); a fallback segment file may be. */
     @Override
     public boolean discard(String name) {
       return !SegmentJournalReader.isRecord(name) && fallback.discard(name);
     }
 
+    @Override
+    protected void hedgeStarting() {
+      hedged = true;
+    }
+
+    @Override
+    protected Journal journal() {
+      return journal;
+    }
+
+    @Override
+    protected AppendableFile fileOf(Journal j) {
+      return j.file;
+    }
+
     /**
-     * Reports the late journal at once, so that the hedge's file is placed away from its pipeline,
-     * and moves later commits away from it in the background: that needs the writer's lock, which
-     * another commit may hold while it waits for a standby journal, and the hedge must not wait.
+     * In the background: moving away needs the writer's lock, which another commit may hold while
+     * it waits for a standby journal, and the hedge must not wait.
      */
     @Override
-    public void hedgeStarted() {
-      hedged = true;
-      Journal j = journal;
-      if (j != null) {
-        if (reports != null) {
-          reports.reportLateWrite(j.file.name());
-        }
-        background.execute(() -> moveAwayFrom(j));
-      } else {
-        fallback.hedgeStarted(); // no journal yet, or the fallback file is being written
-      }
+    protected void retire(Journal late) {
+      background.execute(() -> moveAwayFrom(late));
+    }
+
+    /** No journal yet, or the fallback file is being written: the fallback's own late report. */
+    @Override
+    protected void hedgeStartedWithoutJournal() {
+      fallback.hedgeStarted();
     }
 
     @Override
