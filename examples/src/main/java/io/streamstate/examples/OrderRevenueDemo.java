@@ -23,6 +23,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -173,8 +174,7 @@ public final class OrderRevenueDemo {
   /** Prints one line per batch: duration, streamstate commit latency, rows. */
   private static final class ProgressPrinter extends StreamingQueryListener {
     private final CountDownLatch batchesLeft;
-    private final java.util.concurrent.atomic.AtomicInteger batches =
-        new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger batches = new AtomicInteger();
 
     ProgressPrinter(CountDownLatch batchesLeft) {
       this.batchesLeft = batchesLeft;
