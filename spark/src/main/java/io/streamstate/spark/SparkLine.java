@@ -6,10 +6,10 @@ import java.io.UncheckedIOException;
 import java.util.Properties;
 
 /**
- * The Spark line (major.minor) this jar was built for, checked against the running Spark by every
- * entry point Spark instantiates (the provider's {@code init}, the checkpoint file manager, the
- * commit protocol). A jar of another line fails later with a linkage error deep inside a task; this
- * fails at once with one message naming both versions and the artifact to use instead.
+ * The Spark line (major.minor) this jar was built for, checked against the running Spark by the
+ * constructor of every class Spark instantiates by name (the provider, the checkpoint file manager,
+ * the commit protocol). A jar of another line fails later with a linkage error deep inside a task;
+ * this fails at once with one message naming both versions and the artifact to use instead.
  */
 public final class SparkLine {
   private static final String RESOURCE = "spark-line.properties";
@@ -43,10 +43,15 @@ public final class SparkLine {
    * @throws IllegalStateException naming both versions and the artifact to use
    */
   public static void checkRunningSpark() {
-    String problem = mismatch(runningSparkVersion(), runningScalaVersion(), BUILT_FOR);
+    String problem = RunningLine.PROBLEM;
     if (problem != null) {
       throw new IllegalStateException(problem);
     }
+  }
+
+  /** The running Spark's verdict, computed once (on first use: a JVM runs one Spark). */
+  private static final class RunningLine {
+    static final String PROBLEM = mismatch(runningSparkVersion(), runningScalaVersion(), BUILT_FOR);
   }
 
   /**

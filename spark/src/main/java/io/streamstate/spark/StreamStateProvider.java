@@ -79,9 +79,6 @@ import scala.collection.immutable.Seq;
 public class StreamStateProvider implements StateStoreProvider {
   private static final Logger LOG = LoggerFactory.getLogger(StreamStateProvider.class);
 
-  /** The key under which Spark puts the query run id into the Hadoop configuration. */
-  private static final String RUN_ID_KEY = StreamExecution.RUN_ID_KEY();
-
   /**
    * Providers initialised and not closed in a process: each one's share of the memory budget. A
    * component of the process's {@link ProcessResources}.
@@ -129,7 +126,11 @@ public class StreamStateProvider implements StateStoreProvider {
   private StoreMetrics.Snapshot metricsAtLastCommit;
 
   /** Spark instantiates providers by reflection; the driver never calls {@link #init}. */
-  public StreamStateProvider() {}
+  public StreamStateProvider() {
+    // Here, not in init: init's signature differs per Spark line, so on another line Spark would
+    // call a method this class lacks; the constructor is what every line calls first.
+    SparkLine.checkRunningSpark();
+  }
 
   @Override
   public void init(
@@ -142,7 +143,6 @@ public class StreamStateProvider implements StateStoreProvider {
       Configuration hadoopConf,
       boolean useMultipleValuesPerKey,
       Option<StateSchemaProvider> stateSchemaProvider) {
-    SparkLine.checkRunningSpark();
     if (storeConfs.enableStateStoreCheckpointIds()) {
       throw checkpointIdsUnsupported(stateStoreId);
     }
@@ -151,7 +151,9 @@ public class StreamStateProvider implements StateStoreProvider {
     this.hadoopConf = hadoopConf;
     this.useColumnFamilies = useColumnFamilies;
     this.conf = StreamStateConf.from(storeConfs);
-    String runId = hadoopConf.get(RUN_ID_KEY);
+    // Read here, not in a static field: the class must load on any Spark line, so that its
+    // constructor can refuse another line with a clear message (SparkLine).
+    String runId = hadoopConf.get(StreamExecution.RUN_ID_KEY());
     this.providerId =
         runId == null ? null : new StateStoreProviderId(stateStoreId, UUID.fromString(runId));
     codecs.put(
