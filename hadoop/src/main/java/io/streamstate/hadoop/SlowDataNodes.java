@@ -44,11 +44,13 @@ import org.slf4j.LoggerFactory;
  *   <li><b>d3 Favoured nodes.</b> While any DataNode is suspect, new files are created on {@code
  *       replication} favoured DataNodes picked at random among the known ones that are not suspect,
  *       so that a hedge copy and the next journal go elsewhere than the late write. If too few are
- *       known, the rest are the suspects reported least often (the slow node is in every late
- *       pipeline, its neighbours only in some), also when every known DataNode is suspect (several
- *       writes late at once through different pipelines); only when nothing is known but as many
- *       suspects as the file needs does the file system place the file as usual. With no suspect,
- *       files are placed as usual (local and rack-aware).
+ *       known, the rest are suspects: first those not reported in the last {@value
+ *       #FRESH_REPORT_MILLIS} ms, reported least often first; then fresh ones named less often than
+ *       the most named fresh one (the slow node is in every late pipeline of a period, its
+ *       neighbours only in some). Fresh suspects named equally often (the three of one late
+ *       pipeline) are never favoured: a hedge of that write would meet its slow node again. What is
+ *       still short, the file system places as usual. With no suspect, files are placed as usual
+ *       (local and rack-aware).
  * </ol>
  *
  * <p>One instance per cluster (file system scheme and authority) per {@link ProcessResources}
@@ -88,6 +90,14 @@ public final class SlowDataNodes {
    */
   public static final long NOISE_MILLIS = 1_000;
 
+  /**
+   * A suspect reported within this long is <em>fresh</em>: likelier held by a slow period now than
+   * one reported earlier (periods last seconds). Fresh suspects named equally often cannot be told
+   * apart (one late pipeline names its slow node and two healthy ones once each), so d3 never fills
+   * a new file with them: a hedge of that late write would meet its slow node again.
+   */
+  public static final long FRESH_REPORT_MILLIS = 5_000;
+
   /** The tracking of each cluster (scheme and authority), a component of a process's owner. */
   private static final class ByCluster {
     final Map<String, SlowDataNodes> clusters = new ConcurrentHashMap<>();
@@ -107,6 +117,7 @@ public final class SlowDataNodes {
 
   private static final class Suspicion {
     long untilMillis;
+    long lastReportMillis;
     int reports;
   }
 
@@ -169,7 +180,8 @@ public final class SlowDataNodes {
     if (!enabled() || pipeline.isEmpty()) {
       return;
     }
-    long until = clock.getAsLong() + suspectMillis;
+    long now = clock.getAsLong();
+    long until = now + suspectMillis;
     List<String> fresh = new ArrayList<>();
     synchronized (this) {
       for (String node : pipeline) {
@@ -180,6 +192,7 @@ public final class SlowDataNodes {
           fresh.add(node);
         }
         s.untilMillis = Math.max(s.untilMillis, until);
+        s.lastReportMillis = now;
         s.reports++;
       }
       anySuspects = true;
@@ -278,7 +291,9 @@ public final class SlowDataNodes {
 
   /**
    * d3: the DataNodes to favour for a new file of {@code replication} replicas, or an empty list
-   * when nothing is suspect or nothing better than the file system's own choice is known.
+   * when nothing is suspect or nothing better than the file system's own choice is known. Fewer
+   * than {@code replication} when that is all that is known to be better: the file system places
+   * the other replicas as usual.
    */
   public List<String> favoredNodes(int replication) {
     if (!anySuspects || replication <= 0) {
@@ -286,7 +301,8 @@ public final class SlowDataNodes {
     }
     long now = clock.getAsLong();
     List<String> healthy = new ArrayList<>();
-    List<Map.Entry<String, Integer>> suspected = new ArrayList<>();
+    List<Map.Entry<String, Integer>> stale = new ArrayList<>();
+    List<Map.Entry<String, Integer>> fresh = new ArrayList<>();
     synchronized (this) {
       expire(now);
       if (suspects.isEmpty()) {
@@ -297,29 +313,38 @@ public final class SlowDataNodes {
           healthy.add(known.getKey());
         }
       }
-      suspects.forEach((node, s) -> suspected.add(Map.entry(node, s.reports)));
+      suspects.forEach(
+          (node, s) ->
+              (now - s.lastReportMillis < FRESH_REPORT_MILLIS ? fresh : stale)
+                  .add(Map.entry(node, s.reports)));
     }
     ThreadLocalRandom random = ThreadLocalRandom.current();
     Collections.shuffle(healthy, random);
-    if (healthy.size() >= replication) {
-      return List.copyOf(healthy.subList(0, replication));
-    }
-    if (healthy.isEmpty() && suspected.size() <= replication) {
-      // Nothing known but what was late (one pipeline, say): no choice to make, and the file
-      // system may know better DataNodes than this process does.
-      return List.of();
-    }
-    // Too few known, or none (several writes late at once through different pipelines made every
-    // DataNode suspect): fill with the suspects reported least often, ties in random order. The
-    // slow node is in every late pipeline, its neighbours only in some: it comes last.
-    Collections.shuffle(suspected, random);
-    suspected.sort(Comparator.comparingInt(Map.Entry::getValue));
-    List<String> favored = new ArrayList<>(healthy);
-    for (Iterator<Map.Entry<String, Integer>> it = suspected.iterator();
-        it.hasNext() && favored.size() < replication; ) {
-      favored.add(it.next().getKey());
-    }
+    List<String> favored = new ArrayList<>(replication);
+    fill(favored, healthy, replication);
+    // Too few known healthy: first the suspects not reported lately (their period is likelier
+    // over), reported least often first; then fresh ones named less often than the most named,
+    // which is the slow one (it is in every late pipeline of a period, each neighbour only in
+    // some). Fresh ones named equally often are never taken (see FRESH_REPORT_MILLIS).
+    fill(favored, leastReportedFirst(stale, random), replication);
+    int mostReported = fresh.stream().mapToInt(Map.Entry::getValue).max().orElse(0);
+    fresh.removeIf(e -> e.getValue() >= mostReported);
+    fill(favored, leastReportedFirst(fresh, random), replication);
     return List.copyOf(favored);
+  }
+
+  private static void fill(List<String> favored, List<String> candidates, int replication) {
+    for (Iterator<String> it = candidates.iterator();
+        it.hasNext() && favored.size() < replication; ) {
+      favored.add(it.next());
+    }
+  }
+
+  private static List<String> leastReportedFirst(
+      List<Map.Entry<String, Integer>> suspects, ThreadLocalRandom random) {
+    Collections.shuffle(suspects, random); // ties in random order
+    suspects.sort(Comparator.comparingInt(Map.Entry::getValue));
+    return suspects.stream().map(Map.Entry::getKey).toList();
   }
 
   /** The suspect DataNodes now. */

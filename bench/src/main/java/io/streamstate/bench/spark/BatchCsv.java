@@ -59,7 +59,8 @@ final class BatchCsv implements AutoCloseable {
     "modelMs",
     "slowNodeWaits",
     "slowNodeWaitMs",
-    "favoredCreates"
+    "favoredCreates",
+    "favoredCreatesOnSlow"
   };
 
   /**

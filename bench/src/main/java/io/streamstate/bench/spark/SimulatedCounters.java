@@ -75,6 +75,7 @@ public final class SimulatedCounters {
   final LongAdder slowNodeWaits = new LongAdder();
   final LongAdder slowNodeWaitMs = new LongAdder();
   final LongAdder favoredCreates = new LongAdder();
+  final LongAdder favoredCreatesOnSlow = new LongAdder();
 
   SimulatedCounters() {
     for (Op op : Op.values()) {
@@ -124,7 +125,9 @@ public final class SimulatedCounters {
    * <p>slow-datanode-periods: {@code slowNodeWaits} counts the data writes and syncs that waited
    * for a slow DataNode of their pipeline, {@code slowNodeWaitMs} the model's time they waited
    * (before {@code fs.simfs.latencyScale}), {@code favoredCreates} the creates that named favoured
-   * DataNodes ({@code SimulatedFileSystem.create(path, overwrite, favoredNodes)}).
+   * DataNodes ({@code SimulatedFileSystem.create(path, overwrite, favoredNodes)}), {@code
+   * favoredCreatesOnSlow} those of them whose pipeline held a DataNode slow at the create (a hedge
+   * copy or a file placed away from suspects that met a slow DataNode all the same).
    */
   public Map<String, Long> snapshot() {
     Map<String, Long> m = new TreeMap<>();
@@ -157,6 +160,7 @@ public final class SimulatedCounters {
     m.put("slowNodeWaits", slowNodeWaits.sum());
     m.put("slowNodeWaitMs", slowNodeWaitMs.sum());
     m.put("favoredCreates", favoredCreates.sum());
+    m.put("favoredCreatesOnSlow", favoredCreatesOnSlow.sum());
     return m;
   }
 

@@ -355,6 +355,12 @@ public final class SimulatedFileSystem extends FileSystem
     }
     DataNodeCluster cluster = model.cluster();
     int[] pipeline = cluster == null ? null : cluster.pickPipeline(favoredNodes);
+    if (pipeline != null
+        && !favoredNodes.isEmpty()
+        && cluster.pipelineWaitMs(pipeline, model.nowMs()) > 0) {
+      // Placed away from suspects, yet through a DataNode slow now: a placement that missed.
+      counters.favoredCreatesOnSlow.increment();
+    }
     DelayedCloseStream stream = new DelayedCloseStream(out, area, p.toString(), pipeline);
     shared.openStreams.put(p.toString(), stream);
     return new FSDataOutputStream(stream, null);

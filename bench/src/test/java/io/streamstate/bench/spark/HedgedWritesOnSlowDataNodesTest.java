@@ -78,6 +78,9 @@ class HedgedWritesOnSlowDataNodesTest {
     assertThat(c.get("favoredCreates") - before.get("favoredCreates"))
         .as("hedge copies placed on favoured DataNodes")
         .isPositive();
+    assertThat(c.get("favoredCreatesOnSlow") - before.get("favoredCreatesOnSlow"))
+        .as("favoured placements through the slow DataNode")
+        .isZero();
     // Only late primaries wait: no hedge copy, and no later create, is placed on the slow one.
     assertThat(c.get("slowNodeWaits") - before.get("slowNodeWaits")).isLessThanOrEqualTo(hedged);
   }
