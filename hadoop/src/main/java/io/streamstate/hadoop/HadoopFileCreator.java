@@ -5,6 +5,7 @@ import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.PendingFile;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -52,37 +53,102 @@ final class HadoopFileCreator {
   void create(String name, Path path, ContentWriter content) {
     // t0: claim the name (HDFS, single writer) or open a stream that publishes at close (object
     // stores). Nothing is written yet: failures here are retryable.
-    FSDataOutputStream out = openNew(name, path);
-    DataNodePlacement.TrackedWrite tracked = placement.track(out);
-    boolean tracking = placement.tracksPipelines();
-    if (tracking) {
-      writing.put(name, tracked); // until it returns: a late report finds its pipeline
-    }
+    Pending file = openNew(name, path, false);
+    // t1: write; publish() makes it durable before close, so that a close that succeeds publishes
+    // complete, synced content. Any failure before close withdraws what was written.
     try {
-      OutputStream publishing = new CloseShieldStream(out, tracked);
-      // t1: write and make it durable before close, so that a close that succeeds publishes
-      // complete, synced content. Any failure withdraws what was written.
+      content.writeTo(file.stream());
+    } catch (IOException e) {
+      file.withdraw(e);
+      throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
+    } catch (UncheckedIOException e) {
+      file.withdraw(e);
+      throw new RetryableException("Cannot write " + where(name) + ": " + e.getCause(), e);
+    } catch (RuntimeException | Error e) {
+      file.withdraw(e);
+      throw e;
+    }
+    // t2: close publishes (object stores) or completes (HDFS) the file.
+    try {
+      file.publish();
+    } catch (RetryableException e) {
+      file.withdraw(e);
+      throw e;
+    }
+  }
+
+  /**
+   * t0 of a create whose content comes later ({@link HadoopStorage#openNew}): the name is claimed
+   * (HDFS, single writer) or a stream opened that publishes at close (object stores); with {@code
+   * overwrite}, a file at the name is replaced instead of refused. Watched for late reports until
+   * published or withdrawn.
+   */
+  Pending openNew(String name, Path path, boolean overwrite) {
+    FSDataOutputStream out = openStream(name, path, overwrite);
+    return new Pending(name, path, out, watch(name, out));
+  }
+
+  /** A file of this creator being written: t1 through its stream, t2 by {@link #publish()}. */
+  final class Pending implements PendingFile {
+    private final String name;
+    private final Path path;
+    private final FSDataOutputStream out;
+    private final DataNodePlacement.TrackedWrite tracked;
+    private final OutputStream stream;
+
+    private Pending(
+        String name, Path path, FSDataOutputStream out, DataNodePlacement.TrackedWrite tracked) {
+      this.name = name;
+      this.path = path;
+      this.out = out;
+      this.tracked = tracked;
+      this.stream = new CloseShieldStream(out, tracked);
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public OutputStream stream() {
+      return stream;
+    }
+
+    @Override
+    public void publish() {
       try {
-        content.writeTo(publishing);
-        out.flush();
-        if (out.hasCapability(StreamCapabilities.HSYNC)) {
-          tracked.hsync();
+        try {
+          out.flush();
+          if (out.hasCapability(StreamCapabilities.HSYNC)) {
+            tracked.hsync();
+          }
+        } catch (IOException e) {
+          if (!out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
+            // End the stream (HDFS: its lease) now; the name stays ours until withdrawn, which a
+            // hedged write that lost its primary needs. Streams that publish at close are left
+            // for withdraw() to abort: closing one would publish the partial content.
+            closeQuietly(out, e);
+          }
+          throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
         }
-      } catch (IOException e) {
-        withdraw(name, path, out, e);
-        throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
-      } catch (UncheckedIOException e) {
-        withdraw(name, path, out, e);
-        throw new RetryableException("Cannot write " + where(name) + ": " + e.getCause(), e);
-      } catch (RuntimeException | Error e) {
-        withdraw(name, path, out, e);
-        throw e;
+        HadoopFileCreator.this.publish(name, out);
+      } finally {
+        unwatch(name, tracked);
       }
-      // t2: close publishes (object stores) or completes (HDFS) the file.
-      publish(name, out);
-    } finally {
-      if (tracking) {
-        writing.remove(name, tracked);
+    }
+
+    @Override
+    public void withdraw() {
+      withdraw(new RetryableException("The write of " + where(name) + " was withdrawn"));
+    }
+
+    /** Withdraws after {@code cause}: a failed withdrawal says so, with the cause. */
+    void withdraw(Throwable cause) {
+      try {
+        HadoopFileCreator.this.withdraw(name, path, out, cause);
+      } finally {
+        unwatch(name, tracked);
       }
     }
   }
@@ -118,23 +184,27 @@ final class HadoopFileCreator {
     return w != null && w.isSuspectedSlow();
   }
 
-  FSDataOutputStream openNew(String name, Path path) {
+  /**
+   * The stream of a new file at {@code path}, as the store creates one only if absent (or, with
+   * {@code overwrite}, replacing what is there).
+   */
+  FSDataOutputStream openStream(String name, Path path, boolean overwrite) {
     try {
       switch (method) {
         case EXCLUSIVE_CREATE:
-          return placement.create(path, false);
+          return placement.create(path, overwrite);
         case CONDITIONAL_CREATE:
-          return createConditionally(name, path);
+          return createConditionally(name, path, overwrite);
         case SINGLE_WRITER:
-          if (fs.exists(path)) {
+          if (!overwrite && fs.exists(path)) {
             throw new FileAlreadyExistsException(name);
           }
-          return placement.create(path, false);
+          return placement.create(path, overwrite);
         default:
           throw new IllegalStateException("Unexpected create method " + method);
       }
     } catch (IOException e) {
-      if (CreateIfAbsent.isNameTaken(e)) {
+      if (!overwrite && CreateIfAbsent.isNameTaken(e)) {
         throw nameTaken(name, e);
       }
       if (e instanceof InterruptedIOException
@@ -148,15 +218,15 @@ final class HadoopFileCreator {
     }
   }
 
-  private FSDataOutputStream createConditionally(String name, Path path) throws IOException {
+  private FSDataOutputStream createConditionally(String name, Path path, boolean overwrite)
+      throws IOException {
     try {
-      // No existence probes: the store checks atomically at close (If-None-Match: *).
-      return (FSDataOutputStream)
-          fs.createFile(path)
-              .overwrite(false)
-              .recursive()
-              .must(CreateIfAbsent.CONDITIONAL_CREATE_CAPABILITY, true)
-              .build();
+      var builder = fs.createFile(path).overwrite(overwrite).recursive();
+      if (!overwrite) {
+        // No existence probes: the store checks atomically at close (If-None-Match: *).
+        builder.must(CreateIfAbsent.CONDITIONAL_CREATE_CAPABILITY, true);
+      }
+      return (FSDataOutputStream) builder.build();
     } catch (IllegalArgumentException | UnsupportedOperationException e) {
       // A store that declared the capability but refuses the option.
       throw new UnsupportedException(

@@ -10,11 +10,13 @@ import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.LocalStorage;
+import io.streamstate.core.storage.PendingFile;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.StreamAppendableFile;
 import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
 import io.streamstate.core.storage.SupportsLateWriteReports;
+import io.streamstate.core.storage.SupportsStreamingCreate;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -118,7 +120,11 @@ import org.slf4j.LoggerFactory;
  * Thread-safe.
  */
 public final class HadoopStorage
-    implements Storage, SupportsBulkDelete, SupportsAppend, SupportsLateWriteReports {
+    implements Storage,
+        SupportsBulkDelete,
+        SupportsAppend,
+        SupportsLateWriteReports,
+        SupportsStreamingCreate {
   private static final Logger LOG = LoggerFactory.getLogger(HadoopStorage.class);
 
   /**
@@ -206,6 +212,20 @@ public final class HadoopStorage
     CreateIfAbsent.Method method =
         CreateIfAbsent.detect(fs, root)
             .orElseThrow(() -> new UnsupportedException(noCreateIfAbsentMessage(fs, root)));
+    return new HadoopStorage(fs, root, method, resources, null);
+  }
+
+  /**
+   * A storage under {@code root} of {@code fs} that creates files by {@code method}, which the
+   * caller detected ({@link CreateIfAbsent#detect}) and, for single-writer mode, accepted and
+   * warned about itself (the checkpoint file manager, whose checks name Spark's settings).
+   */
+  public static HadoopStorage openWith(
+      FileSystem fs, Path root, CreateIfAbsent.Method method, ProcessResources resources) {
+    Objects.requireNonNull(fs, "fs");
+    Objects.requireNonNull(root, "root");
+    Objects.requireNonNull(method, "method");
+    Objects.requireNonNull(resources, "resources");
     return new HadoopStorage(fs, root, method, resources, null);
   }
 
@@ -319,6 +339,22 @@ public final class HadoopStorage
     creates.create(name, path, content);
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>The create of {@link #create}, with the same table of outcomes; {@code overwrite} replaces a
+   * file at the name ({@code create(overwrite=true)} on HDFS and in single-writer mode, a plain PUT
+   * on object stores, delete then {@code CREATE_NEW} on local disk). The pending file is watched
+   * for late reports ({@link #reportLateWrite}) until published or withdrawn.
+   */
+  @Override
+  public PendingFile openNew(String name, boolean overwrite) {
+    if (method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE) {
+      return localCreates.openNew(name, overwrite);
+    }
+    return creates.openNew(name, resolve(name), overwrite);
+  }
+
   @Override
   public boolean appendSupported() {
     return appendable;
@@ -336,7 +372,7 @@ public final class HadoopStorage
               + CreateIfAbsent.APPEND_HSYNC_CAPABILITY);
     }
     Path path = resolve(name);
-    FSDataOutputStream out = creates.openNew(name, path);
+    FSDataOutputStream out = creates.openStream(name, path, false);
     if (!out.hasCapability(StreamCapabilities.HSYNC)) {
       UnsupportedException e =
           new UnsupportedException(

@@ -7,6 +7,7 @@ import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.PendingFile;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
@@ -183,6 +184,30 @@ class HadoopStorageSlowDataNodesTest {
     assertThat(slow.suspects()).containsExactlyInAnyOrderElementsOf(SLOW_PIPELINE);
     fs.release();
     create.get(20, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void aPendingFileIsWatchedForLateReportsUntilPublishedAndPlacedLikeAnyCreate() throws Exception {
+    warmUp();
+    fs.nextPipeline(SLOW_PIPELINE.toArray(new String[0]));
+    PendingFile pending = storage.openNew("log/7", false);
+    pending.stream().write(new byte[] {7});
+    fs.slow("dn2:9866");
+    CompletableFuture<Void> publish = CompletableFuture.runAsync(pending::publish, pool);
+    Awaitility.await().atMost(Duration.ofSeconds(20)).until(() -> fs.held() == 1);
+    // What the checkpoint file manager's hedged log write reports while the entry's sync waits.
+    storage.reportLateWrite("log/7");
+    assertThat(slow.suspects()).containsExactlyInAnyOrderElementsOf(SLOW_PIPELINE);
+
+    // The next pending file (the hedge copy's create, say) is placed away from them.
+    PendingFile next = storage.openNew("log/.7.hedge", false);
+    next.stream().write(new byte[] {7});
+    next.publish();
+    assertThat(fs.placed(path("log/.7.hedge"))).containsExactlyInAnyOrderElementsOf(OTHERS);
+
+    fs.release();
+    publish.get(20, TimeUnit.SECONDS);
+    assertThat(fs.open(path("log/7")).readAllBytes()).containsExactly(7);
   }
 
   @Test

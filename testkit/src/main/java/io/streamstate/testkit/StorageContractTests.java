@@ -12,9 +12,11 @@ import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.PendingFile;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsBulkDelete;
+import io.streamstate.core.storage.SupportsStreamingCreate;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -406,6 +408,73 @@ public abstract class StorageContractTests {
   }
 
   // ---- names ----
+
+  // ---- streaming create (SupportsStreamingCreate) ----
+
+  private SupportsStreamingCreate streamer() {
+    Assumptions.assumeTrue(
+        storage instanceof SupportsStreamingCreate,
+        storage.describe() + " has no streaming create");
+    return (SupportsStreamingCreate) storage;
+  }
+
+  @Test
+  void aPendingFileIsPublishedWithExactlyWhatWasWrittenToIt() throws IOException {
+    byte[] content = randomBytes(300_000, 11);
+    PendingFile file = streamer().openNew("s/a", false);
+    assertThat(file.name()).isEqualTo("s/a");
+    for (int offset = 0; offset < content.length; offset += 70_000) {
+      file.stream().write(content, offset, Math.min(70_000, content.length - offset));
+    }
+    file.stream().close(); // only flushes: publishing is publish()'s
+    file.publish();
+    assertThat(read("s/a")).isEqualTo(content);
+    assertThatThrownBy(() -> storage.create("s/a", bytes("other")))
+        .isInstanceOf(FileAlreadyExistsException.class);
+  }
+
+  @Test
+  void openNewIsCreateIfAbsentAtCreateOrAtPublish() throws IOException {
+    storage.create("s/taken", bytes("original"));
+    // Stores that take a name at create refuse it there; stores that publish at completion
+    // (conditional create) refuse it at publish. Either way the original stays.
+    try {
+      PendingFile file = streamer().openNew("s/taken", false);
+      file.stream().write(utf8("intruder"));
+      assertThatThrownBy(file::publish).isInstanceOf(FileAlreadyExistsException.class);
+      file.withdraw();
+    } catch (FileAlreadyExistsException e) {
+      assertThat(e.name()).isEqualTo("s/taken");
+    }
+    assertThat(read("s/taken")).isEqualTo(utf8("original"));
+  }
+
+  @Test
+  void openNewWithOverwriteReplacesTheFile() throws IOException {
+    storage.create("s/replaced", bytes("original, longer than what replaces it"));
+    PendingFile file = streamer().openNew("s/replaced", true);
+    file.stream().write(utf8("new"));
+    file.publish();
+    assertThat(read("s/replaced")).isEqualTo(utf8("new"));
+    assertThat(storage.list("s/")).extracting(FileInfo::length).containsExactly(3L);
+
+    // And on an absent name, it creates.
+    PendingFile fresh = streamer().openNew("s/fresh", true);
+    fresh.stream().write(utf8("x"));
+    fresh.publish();
+    assertThat(read("s/fresh")).isEqualTo(utf8("x"));
+  }
+
+  @Test
+  void aWithdrawnPendingFileLeavesNothingAndItsNameCanBeCreatedAgain() throws IOException {
+    PendingFile file = streamer().openNew("s/withdrawn", false);
+    file.stream().write(new byte[100_000]);
+    file.stream().flush();
+    file.withdraw();
+    assertNothingAt("s/withdrawn");
+    storage.create("s/withdrawn", bytes("second attempt"));
+    assertThat(read("s/withdrawn")).isEqualTo(utf8("second attempt"));
+  }
 
   @ParameterizedTest
   @ValueSource(strings = {"", "/absolute", "../escape", "a/../../b", "a/..", ".."})

@@ -5,6 +5,7 @@ import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
+import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -32,12 +33,13 @@ import java.util.stream.Stream;
  * atomic create-if-absent), writes, forces the file to disk, then forces its directory so that the
  * new name itself survives a crash. A failed write deletes what it created (it owns the name), so
  * the only partial files a reader can ever meet are those of a writer that is still writing or that
- * died mid-write.
+ * died mid-write. {@link #openNew} is that create as a stream ({@link SupportsStreamingCreate}),
+ * and {@link #create} is built on it.
  *
  * <p>{@link #createAppendable} creates the same way and syncs each append with {@code fdatasync}
  * ({@code FileChannel.force(false)}), which covers the data and the file's length.
  */
-public final class LocalStorage implements Storage, SupportsAppend {
+public final class LocalStorage implements Storage, SupportsAppend, SupportsStreamingCreate {
   private final Path root;
 
   public LocalStorage(Path root) {
@@ -51,22 +53,130 @@ public final class LocalStorage implements Storage, SupportsAppend {
 
   @Override
   public void create(String name, ContentWriter content) {
-    Path path = resolve(name);
-    FileChannel channel = createNew(name, path);
+    PendingFile file = openNew(name, false);
     // From here on the name is ours: on any failure remove it, so nothing partial is left.
-    try (channel) {
-      OutputStream out = Channels.newOutputStream(channel);
-      content.writeTo(out);
-      out.flush();
-      channel.force(true);
+    try {
+      content.writeTo(file.stream());
     } catch (IOException | RuntimeException e) {
-      deleteAfterFailedCreate(path, e);
+      withdrawAfter(file, e);
       if (e instanceof RuntimeException re && !(e instanceof UncheckedIOException)) {
         throw re;
       }
-      throw new RetryableException("Cannot write " + path + ": " + e, e);
+      throw new RetryableException("Cannot write " + resolve(name) + ": " + e, e);
     }
-    forceDirectory(path.getParent());
+    try {
+      file.publish();
+    } catch (RetryableException e) {
+      withdrawAfter(file, e);
+      throw e;
+    }
+  }
+
+  /** Withdraws {@code file} after {@code cause}; a failed withdrawal carries the cause. */
+  static void withdrawAfter(PendingFile file, Exception cause) {
+    try {
+      file.withdraw();
+    } catch (OutcomeUnknownException e) {
+      e.addSuppressed(cause);
+      throw e;
+    }
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>{@code CREATE_NEW} at the final name (with {@code overwrite}, after deleting what is there
+   * and its Hadoop checksum side file, retried if another writer recreates the name in between).
+   * {@link PendingFile#publish()} forces the file, then its directory, to disk.
+   */
+  @Override
+  public PendingFile openNew(String name, boolean overwrite) {
+    Path path = resolve(name);
+    FileChannel channel = null;
+    for (int attempt = 0; channel == null; attempt++) {
+      if (overwrite) {
+        deleteForOverwrite(path);
+      }
+      try {
+        channel = createNew(name, path);
+      } catch (FileAlreadyExistsException e) {
+        if (!overwrite || attempt >= OVERWRITE_ATTEMPTS) {
+          throw e;
+        }
+        // Another writer recreated it between our delete and create: delete again.
+      }
+    }
+    return new LocalPendingFile(name, path, channel);
+  }
+
+  /** How often an overwrite deletes and creates again while other writers recreate the name. */
+  private static final int OVERWRITE_ATTEMPTS = 10;
+
+  private static void deleteForOverwrite(Path path) {
+    try {
+      Files.deleteIfExists(path);
+      // A file Hadoop's checksummed local file system wrote has a side file that would go stale.
+      Files.deleteIfExists(path.resolveSibling("." + path.getFileName() + ".crc"));
+    } catch (IOException e) {
+      throw new RetryableException("Cannot replace " + path + ": " + e, e);
+    }
+  }
+
+  /** A file created with {@code CREATE_NEW}, written through a buffer, forced at publish. */
+  private static final class LocalPendingFile implements PendingFile {
+    private final String name;
+    private final Path path;
+    private final FileChannel channel;
+    private final OutputStream stream;
+
+    LocalPendingFile(String name, Path path, FileChannel channel) {
+      this.name = name;
+      this.path = path;
+      this.channel = channel;
+      this.stream =
+          new BufferedOutputStream(Channels.newOutputStream(channel), 64 << 10) {
+            @Override
+            public void close() throws IOException {
+              flush(); // publishing is publish()'s step
+            }
+          };
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public OutputStream stream() {
+      return stream;
+    }
+
+    @Override
+    public void publish() {
+      try (channel) {
+        stream.flush();
+        channel.force(true);
+      } catch (IOException e) {
+        throw new RetryableException("Cannot write " + path + ": " + e, e);
+      }
+      forceDirectory(path.getParent());
+    }
+
+    @Override
+    public void withdraw() {
+      try {
+        channel.close();
+      } catch (IOException e) {
+        // Closing only releases the descriptor here; the file is deleted below either way.
+      }
+      try {
+        Files.deleteIfExists(path);
+      } catch (IOException e) {
+        throw new OutcomeUnknownException(
+            "Cannot remove the partial file " + path + " of a failed write: " + e, e);
+      }
+    }
   }
 
   /** Opens {@code path} with {@code CREATE_NEW} (O_EXCL), making its directory first. */
@@ -163,25 +273,6 @@ public final class LocalStorage implements Storage, SupportsAppend {
     @Override
     protected void closeStream() throws IOException {
       channel.close(); // also drops the lock
-    }
-  }
-
-  private static void deleteAfterFailedCreate(Path path, Exception cause) {
-    try {
-      Files.deleteIfExists(path);
-    } catch (IOException e) {
-      OutcomeUnknownException unknown =
-          new OutcomeUnknownException(
-              "Write of "
-                  + path
-                  + " failed ("
-                  + cause
-                  + ") and the partial file could not be"
-                  + " removed: "
-                  + e,
-              cause);
-      unknown.addSuppressed(e);
-      throw unknown;
     }
   }
 

@@ -1,66 +1,64 @@
 package io.streamstate.spark.checkpoint;
 
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.core.storage.PendingFile;
 import io.streamstate.hadoop.CreateIfAbsent;
-import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
 import java.io.ByteArrayOutputStream;
 import java.io.FileNotFoundException;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.io.OutputStream;
+import java.nio.channels.ClosedByInterruptException;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataOutputStream;
-import org.apache.hadoop.fs.FileAlreadyExistsException;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RawLocalFileSystem;
-import org.apache.hadoop.fs.StreamCapabilities;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The manager's plain-file path: a file written once at its final name with the store's own
- * create-if-absent (the table in {@link RenameFreeCheckpointFileManager}'s documentation), as a
- * stream that {@code close()} publishes and {@code cancel()} withdraws. On stores that take a name
- * at create, a log entry is buffered and published hedged ({@link HedgedLogWrites}).
+ * The manager's plain-file path: a file written once at its final name by the storage layer's
+ * create ({@link HadoopStorage#openNew}, the one implementation of create-if-absent per store: the
+ * table in docs/protocol.md, "Create-if-absent per store"), as a stream that {@code close()}
+ * publishes and {@code cancel()} withdraws. On stores that take a name at create, a log entry is
+ * buffered and published hedged ({@link HedgedLogWrites}).
  *
- * <p>Why this is not the storage layer's {@code Storage.create}: that call takes the whole content
- * up front and takes the name and writes it in one step, while Spark's {@code createAtomic} hands
- * out a stream of any length (its own providers write large files through it) whose name must be
- * taken at once on local disk and HDFS (so that a second writer fails at {@code createAtomic}, and
- * so that a hedge copy is only ever written for a name that is already ours), and offers overwrite
- * (docs/protocol.md, "Create-if-absent per store").
+ * <p>This class only adapts: one storage per directory the manager writes in, Spark's stream and
+ * Hadoop's exceptions ({@code org.apache.hadoop.fs.FileAlreadyExistsException} for a taken name,
+ * which Spark's {@code HDFSMetadataLog} reports as concurrent queries on one checkpoint; {@code
+ * IOException} for the rest). A write whose publish fails is withdrawn, so that Spark's retry of it
+ * can take the name again.
  */
 final class DirectCreates {
   private static final Logger LOG = LoggerFactory.getLogger(DirectCreates.class);
 
   private final FileSystem fs;
-
-  /** The raw local file system behind {@link #fs}; null elsewhere. */
-  private final RawLocalFileSystem local;
-
   private final CreateIfAbsent.Method method;
-
-  /** Where new files go on DataNodes (HDFS): away from suspect ones. */
-  private final DataNodePlacement placement;
+  private final ProcessResources resources;
 
   /** Hedged log entry writes (see the manager); null where the store cannot hedge them. */
   private final HedgedLogWrites hedges;
 
+  /** The storage of each directory written in, by qualified path. */
+  private final Map<Path, HadoopStorage> byDirectory = new ConcurrentHashMap<>();
+
   DirectCreates(
       FileSystem fs,
-      RawLocalFileSystem local,
       CreateIfAbsent.Method method,
-      DataNodePlacement placement,
+      ProcessResources resources,
       HedgedLogWrites hedges) {
     this.fs = fs;
-    this.local = local;
     this.method = method;
-    this.placement = placement;
+    this.resources = resources;
     this.hedges = hedges;
   }
 
@@ -112,48 +110,24 @@ final class DirectCreates {
   /**
    * Creates {@code path} at its final name as the store allows.
    *
-   * @throws FileAlreadyExistsException the name is taken (and {@code overwrite} is false)
+   * @throws IOException Hadoop's {@code FileAlreadyExistsException} if the name is taken (and
+   *     {@code overwrite} is false, {@link TakenNames})
    */
   CancellableFSDataOutputStream create(Path path, boolean overwrite) throws IOException {
-    switch (method) {
-      case LOCAL_EXCLUSIVE:
-        return LocalCreates.create(fs, local, path, overwrite);
-      case EXCLUSIVE_CREATE:
-        return createExclusive(path, overwrite);
-      case CONDITIONAL_CREATE:
-        return createConditional(path, overwrite);
-      case SINGLE_WRITER:
-        if (!overwrite && fs.exists(path)) {
-          throw exists(path);
-        }
-        return createExclusive(path, overwrite);
-      default:
-        throw new IllegalStateException("Unexpected create method " + method);
-    }
-  }
-
-  private CancellableFSDataOutputStream createExclusive(Path path, boolean overwrite)
-      throws IOException {
-    FSDataOutputStream out;
+    Path qualified = fs.makeQualified(path);
+    HadoopStorage dir =
+        byDirectory.computeIfAbsent(
+            qualified.getParent(), d -> HadoopStorage.openWith(fs, d, method, resources));
+    PendingFile file;
     try {
-      out = placement.create(path, overwrite);
-    } catch (IOException e) {
-      if (!overwrite && CreateIfAbsent.isNameTaken(e)) {
-        throw nameTaken(path, e);
-      }
-      throw e;
+      file = dir.openNew(qualified.getName(), overwrite);
+    } catch (FileAlreadyExistsException e) {
+      throw TakenNames.nameTaken(path, e);
+    } catch (RetryableException | OutcomeUnknownException e) {
+      throw ioFailure("Cannot create " + path, e);
     }
-    // The name is ours from here (created with overwrite=false, or replaced by us): a failed
-    // close or a cancel deletes it, so no partial file of ours stays behind.
-    IoAction withdraw =
-        () -> {
-          if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
-            out.abort();
-          } else {
-            closeQuietly(out);
-            fs.delete(path, false);
-          }
-        };
+    // The name is ours from here (on stores that take it at create): a failed publish or a cancel
+    // withdraws it, so no partial file of ours stays behind.
     if (!overwrite
         && hedges != null
         && hedges.enabled()
@@ -161,35 +135,56 @@ final class DirectCreates {
         && SparkLogEntries.isHedgedLogEntry(path)) {
       // A log entry: buffered, and published hedged at close (HedgedLogWrites). The name is
       // already ours, so the hedge cannot make another writer of this batch lose or win.
-      HedgeableBuffer buffer = new HedgeableBuffer(out);
+      HedgeableBuffer buffer = new HedgeableBuffer(file.stream());
       return new DirectOutputStream(
           buffer,
           path,
           () -> {
             if (buffer.spilled()) {
-              completeDirect(path, out);
+              publishOrWithdraw(path, file);
             } else {
-              hedges.publish(path, out, buffer.bytes());
+              hedges.publish(dir, path, file, buffer.bytes());
             }
           },
-          withdraw);
+          file::withdraw);
     }
-    return new DirectOutputStream(out, path, () -> completeDirect(path, out), withdraw);
+    return new DirectOutputStream(
+        file.stream(), path, () -> publishOrWithdraw(path, file), file::withdraw);
   }
 
-  /** Flush, hsync and close a stream created at its final name; on failure delete the name. */
-  private void completeDirect(Path path, FSDataOutputStream out) throws IOException {
+  /**
+   * Publishes {@code file}; if that fails, withdraws it (nothing of ours stays at the name, so that
+   * Spark's retry of the write can take it again) and throws an {@code IOException}.
+   */
+  private static void publishOrWithdraw(Path path, PendingFile file) throws IOException {
     try {
-      out.flush();
-      if (out.hasCapability(StreamCapabilities.HSYNC)) {
-        placement.track(out).hsync(); // on HDFS: its DataNodes are then known to work
+      file.publish();
+    } catch (FileAlreadyExistsException e) {
+      // Refused at completion (conditional create): the file there is another writer's.
+      throw TakenNames.nameTaken(path, e);
+    } catch (RetryableException | OutcomeUnknownException e) {
+      IOException failure = ioFailure("Cannot write " + path, e);
+      try {
+        file.withdraw();
+      } catch (RuntimeException suppressed) {
+        failure.addSuppressed(suppressed);
       }
-      out.close();
-    } catch (IOException | RuntimeException e) {
-      closeQuietly(out);
-      deleteQuietly(path, e);
-      throw e;
+      throw failure;
     }
+  }
+
+  /**
+   * The storage layer's failure as Spark expects it: an interruption stays the interruption it was
+   * ({@code InterruptedIOException}, {@code ClosedByInterruptException}), which Spark takes for a
+   * query being stopped, not failing; anything else is an {@code IOException} carrying it.
+   */
+  private static IOException ioFailure(String what, RuntimeException e) {
+    for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+      if (c instanceof InterruptedIOException || c instanceof ClosedByInterruptException) {
+        return (IOException) c;
+      }
+    }
+    return new IOException(what + ": " + e.getMessage(), e);
   }
 
   /**
@@ -240,84 +235,6 @@ final class DirectCreates {
     byte[] bytes() {
       return buffer.toByteArray();
     }
-  }
-
-  private CancellableFSDataOutputStream createConditional(Path path, boolean overwrite)
-      throws IOException {
-    FSDataOutputStream out;
-    try {
-      var builder = fs.createFile(path).overwrite(overwrite).recursive();
-      if (!overwrite) {
-        // No existence probes: the store checks atomically at close (If-None-Match: *).
-        builder.must(HadoopStorage.CONDITIONAL_CREATE_CAPABILITY, true);
-      }
-      out = builder.build();
-    } catch (IllegalArgumentException | UnsupportedOperationException e) {
-      throw new UnsupportedException(
-          "Cannot create "
-              + path
-              + " with "
-              + HadoopStorage.CONDITIONAL_CREATE_CAPABILITY
-              + ": "
-              + e,
-          e);
-    }
-    return new DirectOutputStream(
-        out,
-        path,
-        () -> {
-          try {
-            out.close();
-          } catch (IOException e) {
-            if (!overwrite && CreateIfAbsent.isConditionalCreateRefused(e)) {
-              throw nameTaken(path, e);
-            }
-            throw e;
-          }
-        },
-        () -> {
-          if (out.hasCapability(StreamCapabilities.ABORTABLE_STREAM)) {
-            // Publishes only at close: abort() drops the buffered data and any multipart upload.
-            out.abort();
-            return;
-          }
-          try {
-            out.close();
-          } catch (IOException e) {
-            // Not published (refused, or failed): nothing of ours to remove.
-            return;
-          }
-          // Published by the close: it is ours, remove it.
-          fs.delete(path, false);
-        });
-  }
-
-  private void deleteQuietly(Path path, Throwable cause) {
-    try {
-      fs.delete(path, false);
-    } catch (IOException | RuntimeException e) {
-      cause.addSuppressed(e);
-    }
-  }
-
-  static void closeQuietly(OutputStream out) {
-    try {
-      out.close();
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("Ignoring failure to close a cancelled stream: {}", e.toString());
-    }
-  }
-
-  /** The name is taken, as a create of it finds. */
-  static FileAlreadyExistsException exists(Path path) {
-    return new FileAlreadyExistsException(path + " already exists");
-  }
-
-  static FileAlreadyExistsException nameTaken(Path path, Throwable cause) {
-    FileAlreadyExistsException e =
-        new FileAlreadyExistsException(path + " already exists (another writer created it first)");
-    e.initCause(cause);
-    return e;
   }
 
   @SuppressWarnings("unchecked")

@@ -12,6 +12,7 @@ import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.PendingFile;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import io.streamstate.hadoop.DataNodePlacement;
@@ -26,17 +27,13 @@ import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.PositionedReadable;
 import org.apache.hadoop.fs.Seekable;
-import org.apache.hadoop.fs.StreamCapabilities;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,14 +45,15 @@ import org.slf4j.LoggerFactory;
  * create()} (HDFS, {@link io.streamstate.hadoop.CreateIfAbsent.Method#EXCLUSIVE_CREATE}). See
  * {@code docs/protocol.md}, "Hedged Spark log writes".
  *
- * <p>The manager has already created {@code N} with {@code create(overwrite=false)} in {@code
- * createAtomic}: the name is this writer's, exactly as without hedging, and a second writer already
- * failed there. The stream buffers the entry; at close {@link #publish} hands the bytes to a {@link
- * HedgedWriter} whose "primary create" writes them to that open stream (write, hsync, close: where
- * a slow datanode stalls) and whose "alternate create" writes a new file {@code .N.hedge} holding
- * the same bytes followed by a trailer ({@link HedgeCopyFile}), so that a reader can tell a
- * complete hedge copy from a torn one. The first to complete returns from close. {@code N} itself
- * always holds the raw entry (Spark and any tool read it unchanged) once its write completes.
+ * <p>The manager has already created {@code N} through its directory's storage ({@code openNew(N,
+ * overwrite=false)}) in {@code createAtomic}: the name is this writer's, exactly as without
+ * hedging, and a second writer already failed there. The stream buffers the entry; at close {@link
+ * #publish} hands the bytes to a {@link HedgedWriter} whose "primary create" writes them to that
+ * pending file (write, hsync, close: where a slow datanode stalls) and whose "alternate create"
+ * writes a new file {@code .N.hedge} holding the same bytes followed by a trailer ({@link
+ * HedgeCopyFile}), so that a reader can tell a complete hedge copy from a torn one. The first to
+ * complete returns from close. {@code N} itself always holds the raw entry (Spark and any tool read
+ * it unchanged) once its write completes.
  *
  * <ul>
  *   <li>The hedge copy is written only after the name {@code N} is ours, so it can never make a
@@ -83,17 +81,13 @@ final class HedgedLogWrites {
 
   private final FileSystem fs;
   private final HedgedWriter writer;
-  private final DataNodePlacement placement;
-  private final Map<Path, HadoopStorage> storages = new ConcurrentHashMap<>();
 
   /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
   private final AtomicLong primaryFailuresAfterHedge;
 
-  HedgedLogWrites(
-      FileSystem fs, Configuration conf, DataNodePlacement placement, ProcessResources resources) {
+  HedgedLogWrites(FileSystem fs, Configuration conf, ProcessResources resources) {
     this.fs = fs;
     this.writer = writerOf(resources, conf);
-    this.placement = placement;
     this.primaryFailuresAfterHedge =
         CheckpointProcessState.of(resources).primaryFailuresAfterHedge();
   }
@@ -183,16 +177,17 @@ final class HedgedLogWrites {
   }
 
   /**
-   * Publishes {@code bytes} as the entry {@code entry}, whose stream {@code primary} the caller
-   * opened with {@code create(entry, overwrite=false)}; returns once {@code entry} or its hedge
-   * copy is complete.
+   * Publishes {@code bytes} as the entry {@code entry}, the file {@code primary} that the caller
+   * opened in {@code dir} (its directory's storage) with {@code openNew(name, overwrite=false)};
+   * returns once {@code entry} or its hedge copy is complete.
    *
    * @throws IOException neither completed (both copies are removed, as without hedging), or the
    *     caller was interrupted ({@link InterruptedIOException}; the writes already started
    *     continue, nothing is removed)
    */
-  void publish(Path entry, FSDataOutputStream primary, byte[] bytes) throws IOException {
-    Race race = new Race(entry, primary, bytes);
+  void publish(HadoopStorage dir, Path entry, PendingFile primary, byte[] bytes)
+      throws IOException {
+    Race race = new Race(dir, entry, primary, bytes);
     HedgedPublish result;
     try {
       result = writer.publish(race, entry.getName(), hedgePath(entry).getName(), bytes);
@@ -218,33 +213,28 @@ final class HedgedLogWrites {
     }
   }
 
-  private HadoopStorage storageFor(Path dir) {
-    return storages.computeIfAbsent(dir, d -> HadoopStorage.open(fs, d));
-  }
-
   /**
    * One hedged write, as the {@link Storage} a {@link HedgedWriter} publishes to: the primary name
-   * goes to the already open stream, the alternate name is the framed hedge copy.
+   * goes to the already open pending file, the alternate name is the framed hedge copy, in the same
+   * directory's storage (whose placement sees the primary's pipeline reported late).
    */
   private final class Race implements Storage, SupportsLateWriteReports {
+    private final HadoopStorage dir;
     private final Path entry;
-    private final FSDataOutputStream primary;
-    private final DataNodePlacement.TrackedWrite tracked;
+    private final PendingFile primary;
     private final byte[] bytes;
     private final String primaryName;
     private final String hedgeName;
-    private final HadoopStorage dir;
     private boolean primaryFailed;
     private boolean hedgeComplete;
 
-    Race(Path entry, FSDataOutputStream primary, byte[] bytes) {
+    Race(HadoopStorage dir, Path entry, PendingFile primary, byte[] bytes) {
+      this.dir = dir;
       this.entry = entry;
       this.primary = primary;
-      this.tracked = placement.track(primary);
       this.bytes = bytes;
-      this.primaryName = entry.getName();
+      this.primaryName = primary.name();
       this.hedgeName = hedgePath(entry).getName();
-      this.dir = storageFor(entry.getParent());
     }
 
     @Override
@@ -260,19 +250,9 @@ final class HedgedLogWrites {
 
     private void writePrimary() {
       try {
-        primary.write(bytes);
-        tracked.wrote(bytes.length);
-        primary.flush();
-        if (primary.hasCapability(StreamCapabilities.HSYNC)) {
-          tracked.hsync();
-        }
-        primary.close();
+        primary.stream().write(bytes);
+        primary.publish();
       } catch (IOException | RuntimeException e) {
-        try {
-          primary.close();
-        } catch (IOException | RuntimeException suppressed) {
-          e.addSuppressed(suppressed);
-        }
         boolean torn;
         synchronized (this) {
           primaryFailed = true;
@@ -281,7 +261,7 @@ final class HedgedLogWrites {
         if (torn) {
           tornAfterHedge(e);
         }
-        // Nothing is deleted here: if the hedge wins, the name must stay ours.
+        // Nothing is withdrawn here: if the hedge wins, the name must stay ours.
         throw new RetryableException("Cannot write " + entry + ": " + e, e);
       }
     }
@@ -327,8 +307,8 @@ final class HedgedLogWrites {
         failure.addSuppressed(suppressed);
       }
       try {
-        fs.delete(entry, false);
-      } catch (IOException | RuntimeException suppressed) {
+        primary.withdraw();
+      } catch (RuntimeException suppressed) {
         failure.addSuppressed(suppressed);
       }
       return failure;
@@ -350,7 +330,7 @@ final class HedgedLogWrites {
     @Override
     public void reportLateWrite(String name) {
       if (name.equals(primaryName)) {
-        tracked.reportLate();
+        dir.reportLateWrite(name);
       }
     }
 

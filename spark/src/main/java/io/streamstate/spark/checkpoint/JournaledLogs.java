@@ -135,7 +135,7 @@ final class JournaledLogs {
   CancellableFSDataOutputStream create(LogJournal journal, Path path) throws IOException {
     long batchId = SparkLogEntries.batchIdOf(path);
     if (journal.exists(batchId)) {
-      throw DirectCreates.exists(path);
+      throw TakenNames.exists(path);
     }
     ByteArrayOutputStream buffer = new ByteArrayOutputStream(512);
     return new DirectCreates.DirectOutputStream(
@@ -145,7 +145,7 @@ final class JournaledLogs {
           try {
             journal.put(batchId, buffer.toByteArray());
           } catch (FileAlreadyExistsException e) {
-            throw DirectCreates.nameTaken(path, e);
+            throw TakenNames.nameTaken(path, e);
           } catch (StreamStateException e) {
             throw new IOException(
                 "Cannot write " + path + " to its log journal: " + e.getMessage(), e);

@@ -3,7 +3,6 @@ package io.streamstate.spark.checkpoint;
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.hadoop.CreateIfAbsent;
-import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorages;
 import io.streamstate.spark.SparkLine;
 import io.streamstate.spark.StreamStateConf;
@@ -47,10 +46,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>On local disk {@code java.nio} {@code CREATE_NEW} (no Hadoop local file system, which forks a
  * process per file without its native library), on HDFS {@code create(path, overwrite=false)}, on
- * S3A with conditional create one PUT with {@code If-None-Match: *} at close ({@link
- * DirectCreates}, {@link LocalCreates}). Where each store refuses a taken name and how a cancel
- * withdraws: the table in {@code docs/protocol.md}, "Create-if-absent per store", which also says
- * why this is not the storage layer's {@code Storage.create}.
+ * S3A with conditional create one PUT with {@code If-None-Match: *} at close: the storage layer's
+ * create as a stream ({@code HadoopStorage.openNew}, one storage per directory written in), which
+ * {@link DirectCreates} adapts to Spark's stream and Hadoop's exceptions. Where each store refuses
+ * a taken name and how a cancel withdraws: the table in {@code docs/protocol.md}, "Create-if-absent
+ * per store".
  *
  * <p>The exception is always {@link org.apache.hadoop.fs.FileAlreadyExistsException}, the one
  * Spark's {@code HDFSMetadataLog} catches to report two queries writing one checkpoint. Any other
@@ -70,8 +70,9 @@ import org.slf4j.LoggerFactory;
  * {@link #open} reads a verified copy first, {@link #list} hides copies, {@link #delete} removes
  * the copy with its entry. See {@code docs/protocol.md}, "Hedged Spark log writes".
  *
- * <p>On file systems with DataNode pipelines (HDFS) every create goes through {@link
- * DataNodePlacement}: away from DataNodes a late write went through, while they are suspect.
+ * <p>On file systems with DataNode pipelines (HDFS) every create goes through the storage's
+ * DataNode placement ({@code io.streamstate.hadoop.DataNodePlacement}): away from DataNodes a late
+ * write went through, while they are suspect.
  *
  * <h2>{@code createAtomic(path, overwriteIfPossible=true)}</h2>
  *
@@ -179,12 +180,11 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     this.local = CreateIfAbsent.rawLocal(fs);
     this.processState = CheckpointProcessState.of(resources);
     this.method = DirectCreates.detect(fs, path, hadoopConf, processState);
-    DataNodePlacement placement = DataNodePlacement.of(fs);
     this.hedges =
         method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
-            ? new HedgedLogWrites(fs, hadoopConf, placement, resources)
+            ? new HedgedLogWrites(fs, hadoopConf, resources)
             : null;
-    this.direct = new DirectCreates(fs, local, method, placement, hedges);
+    this.direct = new DirectCreates(fs, method, resources, hedges);
     this.journaled =
         new JournaledLogs(
             fs,
