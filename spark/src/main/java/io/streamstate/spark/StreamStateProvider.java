@@ -94,8 +94,23 @@ public class StreamStateProvider implements StateStoreProvider {
 
   private final AtomicReference<StreamStateStore> openStore = new AtomicReference<>();
 
-  /** Maintenance takes the read lock, close the write lock. */
+  /** Maintenance takes the read lock, close and the engine's close the write lock. */
   private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+
+  /**
+   * Orders {@link #close} against the permit's release ({@link #releasePermit}): whether the engine
+   * is closed by {@code close} or, later, by whoever ends the store that was open.
+   */
+  private final Object closeLock = new Object();
+
+  /**
+   * Closed while a store was open (or being opened): the engine is closed when that store ends,
+   * instead of the permit being released. Guarded by {@link #closeLock}.
+   */
+  private boolean closeWhenStoreEnds;
+
+  /** Whether the engine (the local instance) is closed; guarded by the lifecycle write lock. */
+  private boolean engineClosed;
 
   private volatile StateStoreId storeId;
   private volatile StateStoreConf storeConf;
@@ -284,9 +299,21 @@ public class StreamStateProvider implements StateStoreProvider {
 
   /**
    * Frees the local instance; writes nothing durable. Spark calls it from its maintenance thread
-   * once the provider is unloaded. Waits for an open store (up to the lock timeout) first, never
-   * for a snapshot uploading in the background: that upload stops before its next create and
-   * publishes no manifest ({@link VersionedStore#close()}).
+   * once the provider is unloaded, at executor shutdown, and in tests after a failed task. Never
+   * waits for an open store, and never for a snapshot uploading in the background (that upload
+   * stops before its next create and publishes no manifest, {@link VersionedStore#close()}):
+   *
+   * <ul>
+   *   <li>no store open: the engine closes now;
+   *   <li>a store open by the calling thread: it is ended (a writable one aborted, its changes
+   *       being uncommitted by definition; a read store released), then the engine closes;
+   *   <li>a store open by another thread (a task still running): its next operation fails
+   *       ("provider closed"), and the engine closes when that store ends (the task aborts it, or
+   *       its completion listener does). Closing the engine under a task's feet could free native
+   *       memory that the task is reading.
+   * </ul>
+   *
+   * Loads waiting for the permit fail at once. The durable state stays as of the last commit.
    */
   @Override
   public void close() {
@@ -297,25 +324,63 @@ public class StreamStateProvider implements StateStoreProvider {
         return;
       }
       closed = true;
-      boolean acquired = false;
-      try {
-        acquired = permit.tryAcquire(conf.lockTimeoutMs(), TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      if (!acquired) {
-        LOG.warn(
-            "Closing streamstate store {} while a store is still open ({})",
-            describe(storeId),
-            openStore.get());
-      }
-      store.close();
       liveProviders.count.decrementAndGet();
-      if (acquired) {
-        permit.release();
+      boolean free;
+      StreamStateStore open = null;
+      synchronized (closeLock) {
+        free = permit.tryAcquire();
+        if (!free) {
+          closeWhenStoreEnds = true;
+          open = openStore.get();
+        }
+      }
+      if (free) {
+        closeEngine(); // the permit stays taken: nothing opens a closed provider
+      } else if (open == null) {
+        // A load holds the permit and has not published its store yet: it sees the provider
+        // closed, ends what it opened, and that closes the engine.
+      } else if (open.isOwnedByCurrentThread()) {
+        open.endForClose(); // ends it on this thread; its end closes the engine
+      } else {
+        open.stopForClose();
+        LOG.warn(
+            "Closing streamstate store {} while {} is open in another thread: that store fails"
+                + " at its next operation, and the local instance is freed when it ends",
+            describe(storeId),
+            open);
       }
     } finally {
       lifecycle.writeLock().unlock();
+    }
+  }
+
+  /** Closes the engine once; waits for a maintenance run in progress, never for a store. */
+  private void closeEngine() {
+    lifecycle.writeLock().lock();
+    try {
+      if (!engineClosed) {
+        engineClosed = true;
+        store.close();
+      }
+    } finally {
+      lifecycle.writeLock().unlock();
+    }
+  }
+
+  /**
+   * Gives the permit back after a store ended (or a load failed), or, if the provider was closed
+   * meanwhile, closes the engine instead and keeps the permit.
+   */
+  private void releasePermit() {
+    boolean closeNow;
+    synchronized (closeLock) {
+      closeNow = closeWhenStoreEnds;
+      closeWhenStoreEnds = false;
+    }
+    if (closeNow) {
+      closeEngine();
+    } else {
+      permit.release();
     }
   }
 
@@ -388,7 +453,7 @@ public class StreamStateProvider implements StateStoreProvider {
   /** Called by a store when it stops being open (commit, abort, release). */
   void storeFinished(StreamStateStore finished) {
     if (openStore.compareAndSet(finished, null)) {
-      permit.release();
+      releasePermit();
     }
   }
 
@@ -452,13 +517,21 @@ public class StreamStateProvider implements StateStoreProvider {
       }
       opened = new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
       openStore.set(opened);
+      if (closed) {
+        // Closed while loading: close() left ending this store to us (and the engine's close).
+        opened.abort();
+        throw closedException();
+      }
       opened.attachToTask();
       return opened;
     } catch (RuntimeException e) {
       if (opened == null) {
-        permit.release();
+        releasePermit();
       } else {
         opened.abort();
+      }
+      if (closed) {
+        throw closedException();
       }
       throw new IllegalStateException(
           "Cannot load version "
@@ -521,14 +594,22 @@ public class StreamStateProvider implements StateStoreProvider {
       // holds nothing to keep, so release it instead of waiting for ourselves.
       current.release();
     }
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(conf.lockTimeoutMs());
     try {
-      if (permit.tryAcquire(conf.lockTimeoutMs(), TimeUnit.MILLISECONDS)) {
+      // In slices, so that a load waiting here learns at once that the provider was closed.
+      for (long left = deadline - System.nanoTime();
+          left > 0;
+          left = deadline - System.nanoTime()) {
         if (closed) {
-          permit.release();
-          throw new IllegalStateException(
-              "State store provider " + describe(storeId) + " is closed");
+          throw closedException();
         }
-        return;
+        if (permit.tryAcquire(Math.min(left, PERMIT_WAIT_SLICE_NANOS), TimeUnit.NANOSECONDS)) {
+          if (closed) {
+            releasePermit();
+            throw closedException();
+          }
+          return;
+        }
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -553,12 +634,19 @@ public class StreamStateProvider implements StateStoreProvider {
             + " if tasks legitimately hold stores that long.");
   }
 
+  /** How long a waiting load sleeps between looks at whether the provider was closed. */
+  private static final long PERMIT_WAIT_SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+  private IllegalStateException closedException() {
+    return new IllegalStateException("State store provider " + describe(storeId) + " is closed");
+  }
+
   private void checkInitialized() {
     if (store == null) {
       throw new IllegalStateException("StreamStateProvider used before init()");
     }
     if (closed) {
-      throw new IllegalStateException("State store provider " + describe(storeId) + " is closed");
+      throw closedException();
     }
   }
 

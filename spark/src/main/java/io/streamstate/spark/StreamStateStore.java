@@ -61,6 +61,13 @@ final class StreamStateStore implements StateStore {
   private volatile boolean forceSnapshotOnCommit;
   private volatile State state = State.OPEN;
   private long taskAttemptId = -1;
+
+  /** The thread that loaded it, which uses it (thread confinement). */
+  private final Thread owner = Thread.currentThread();
+
+  /** Its provider was closed while it was open in another thread: every operation now fails. */
+  private volatile boolean providerClosed;
+
   private long committedVersion = -1;
   private StateStoreMetrics committedMetrics;
   private boolean rowFormatValidated;
@@ -105,6 +112,28 @@ final class StreamStateStore implements StateStore {
                 LOG.warn("Failed to end state store {} at task completion", this, e);
               }
             });
+  }
+
+  boolean isOwnedByCurrentThread() {
+    return owner == Thread.currentThread();
+  }
+
+  /**
+   * The provider was closed from another thread: the next operation fails, and the owner's end of
+   * the store (abort, or its task's completion listener) closes the engine. Takes no lock: the
+   * owner may hold this store's monitor in a long commit.
+   */
+  void stopForClose() {
+    providerClosed = true;
+  }
+
+  /** The provider is being closed by the owning thread: ends this store as the task would. */
+  void endForClose() {
+    if (readOnly) {
+      release();
+    } else {
+      abort();
+    }
   }
 
   boolean isOpenReadOnlyOf(long attemptId) {
@@ -539,6 +568,10 @@ final class StreamStateStore implements StateStore {
   }
 
   private void checkOpen(String operation) {
+    if (providerClosed && state == State.OPEN) {
+      throw new IllegalStateException(
+          "Cannot " + operation + " on " + this + ": its provider was closed");
+    }
     if (state != State.OPEN) {
       throw new IllegalStateException(
           "Cannot " + operation + " on " + this + ": it is " + state.name().toLowerCase());
