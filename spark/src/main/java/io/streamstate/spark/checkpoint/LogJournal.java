@@ -6,6 +6,8 @@ import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgedPublish;
 import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.core.journal.JournalFile;
+import io.streamstate.core.journal.RollRule;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
@@ -45,6 +47,10 @@ import org.slf4j.LoggerFactory;
  * create would. An entry is published as a plain file only as the hedge of a late append; the
  * writer then checks that no newer journal exists, so a writer fenced meanwhile learns it.
  *
+ * <p>The open journal's lifecycle (appends, the roll rule's count, retiring after a late append,
+ * closing once its last append returns) is core's {@link JournalFile}; this class owns the epochs,
+ * the take-over and what the records mean.
+ *
  * <p>One instance per log directory per process ({@link LogJournals#journal}); thread-safe.
  */
 final class LogJournal {
@@ -62,22 +68,19 @@ final class LogJournal {
   /** The process's count of appends to log journals. */
   private final AtomicLong appends;
 
-  /** Closes and deletes rolled journals: the process's pool. */
+  /** Closes retired journals and deletes rolled ones: the process's pool. */
   private final Executor background;
 
   /** Set by the first manager that hedges (a reading manager may have made this journal). */
   private volatile HedgedWriter hedger;
 
-  // Writer state, guarded by this. Null current: not (or no longer) the writer.
-  private AppendableFile current;
+  // Writer state, guarded by this. Null current: not (or no longer) the writer. A journal whose
+  // append was late (hedged) is retired: the next write moves on to the next epoch.
+  private JournalFile current;
   private long currentEpoch = -1;
-  private int currentRecords;
   private final NavigableMap<Long, byte[]> entries = new TreeMap<>();
   private final Set<Long> plainEntries = new TreeSet<>();
   private final List<Long> pendingDeletes = new ArrayList<>();
-
-  /** A journal whose append was late (hedged): the next write moves on to the next epoch. */
-  private volatile AppendableFile retired;
 
   /** Made by {@link LogJournals#journal}, one per log directory per process. */
   LogJournal(
@@ -178,14 +181,15 @@ final class LogJournal {
         throw new FileAlreadyExistsException(where(Long.toString(batchId)));
       }
       byte[] record = withPendingDeletes(LogJournalFile.put(batchId, bytes));
+      int records = pendingDeletes.size() + 1;
       String entryName = Long.toString(batchId);
       try {
         if (!hedged) {
-          current.append(record);
+          current.append(record, records);
         } else {
           HedgedPublish published =
               hedging.publish(
-                  new LogJournalCopies.AppendCopy(storage, current, record, this::retire),
+                  new LogJournalCopies.AppendCopy(storage, current, record, records),
                   new LogJournalCopies.PlainEntryCopy(storage, entryName, currentEpoch),
                   bytes);
           if (published.name().equals(entryName)) {
@@ -197,7 +201,6 @@ final class LogJournal {
         throw e;
       }
       appends.incrementAndGet();
-      currentRecords++;
       pendingDeletes.clear();
       entries.put(batchId, bytes);
     }
@@ -216,23 +219,23 @@ final class LogJournal {
       throw new FileAlreadyExistsException(where(Long.toString(batchId)));
     }
     long epoch = currentEpoch + 1;
-    AppendableFile next = createNextJournal(epoch);
+    JournalFile next = createNextJournal(epoch);
     ByteArrayOutputStream records = new ByteArrayOutputStream();
     records.writeBytes(LogJournalFile.header());
     records.writeBytes(liveRecords());
     records.writeBytes(LogJournalFile.put(batchId, bytes));
-    AppendableFile old = current;
+    int recordCount = entries.size() + pendingDeletes.size() + 1;
+    JournalFile old = current;
     long oldEpoch = currentEpoch;
     // The new journal is this writer's from here: a hedge checks for journals newer than it.
     current = next;
     currentEpoch = epoch;
-    retired = null;
     String entryName = Long.toString(batchId);
     boolean hedgeWon;
     try {
       HedgedPublish published =
           hedging.publish(
-              new LogJournalCopies.AppendCopy(storage, next, records.toByteArray(), this::retire),
+              new LogJournalCopies.AppendCopy(storage, next, records.toByteArray(), recordCount),
               new LogJournalCopies.PlainEntryCopy(storage, entryName, epoch),
               bytes);
       hedgeWon = published.name().equals(entryName);
@@ -240,37 +243,48 @@ final class LogJournal {
         checkNoNewerJournal(epoch);
       }
     } catch (RuntimeException e) {
-      background.execute(old::close);
-      giveUp(); // closes the new journal
+      old.retire();
+      giveUp(); // retires the new journal
       throw e;
     }
     if (hedgeWon) {
       plainEntries.add(batchId); // the new journal is retired: the older ones stay until a roll
-      background.execute(old::close);
+      old.retire();
     } else {
-      closeAndDeleteUpTo(old, oldEpoch);
+      retireAndDeleteUpTo(old, oldEpoch);
     }
     appends.incrementAndGet();
-    currentRecords = entries.size() + pendingDeletes.size() + 1;
     pendingDeletes.clear();
     entries.put(batchId, bytes);
   }
 
-  /** Creates the journal a roll continues in; taken: another writer took the log over. */
-  private AppendableFile createNextJournal(long epoch) {
+  /**
+   * Creates the journal a roll continues in, empty (the roll appends its start); taken: another
+   * writer took the log over.
+   */
+  private JournalFile createNextJournal(long epoch) {
+    AppendableFile file;
     try {
-      return storage.createAppendable(LogJournalFile.name(epoch));
+      file = storage.createAppendable(LogJournalFile.name(epoch));
     } catch (FileAlreadyExistsException e) {
       giveUp();
       throw superseded(LogJournalFile.name(epoch));
     }
+    return journalOf(file);
   }
 
-  /** Whether the journal must roll before the next record (w5). */
+  /** {@code file} as this writer's journal: no close-by time, closed in the background. */
+  private JournalFile journalOf(AppendableFile file) {
+    return new JournalFile(file, file.length(), JournalFile.NO_CLOSE_BY, storage, background);
+  }
+
+  /**
+   * Whether the journal must roll before the next record (w5): it is closed for appends, retired
+   * after a late append, or holds {@code max(rollRecords, 2 × live entries)} records.
+   */
   private boolean rollDue() {
-    return !current.isOpen()
-        || current == retired
-        || currentRecords >= Math.max(rollRecords, 2 * entries.size());
+    RollRule rule = RollRule.afterRecords(Math.max(rollRecords, 2L * entries.size()));
+    return !current.takesAppend(rule, 0, System.currentTimeMillis());
   }
 
   /** A record of every live journaled entry, then the pending deletes: a new journal's start. */
@@ -297,19 +311,29 @@ final class LogJournal {
   }
 
   /**
-   * After a roll: closes the old journal, then deletes the journals of epochs up to {@code epoch},
-   * in the background.
+   * After a roll: retires the old journal, then, in the background once it is closed, deletes the
+   * journals of epochs up to {@code epoch}.
    */
-  private void closeAndDeleteUpTo(AppendableFile old, long epoch) {
-    background.execute(
-        () -> {
-          old.close();
-          for (FileInfo f : storage.list("")) {
-            if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) <= epoch) {
-              storage.delete(f.name());
-            }
-          }
-        });
+  private void retireAndDeleteUpTo(JournalFile old, long epoch) {
+    old.retire();
+    old.closed()
+        .thenRunAsync(
+            () -> {
+              for (FileInfo f : storage.list("")) {
+                if (LogJournalFile.isName(f.name()) && LogJournalFile.epochOf(f.name()) <= epoch) {
+                  storage.delete(f.name());
+                }
+              }
+            },
+            background)
+        .exceptionally(
+            e -> {
+              LOG.warn(
+                  "Cannot delete the rolled journals of {} (retried at the next roll)",
+                  storage.describe(),
+                  e);
+              return null;
+            });
   }
 
   /**
@@ -331,14 +355,15 @@ final class LogJournal {
       long newest = Math.max(entries.isEmpty() ? -1 : entries.lastKey(), lastPlain());
       pendingDeletes.add(batchId);
       if (batchId >= newest) {
+        // One record more than it holds, as this journal has always counted: rolls stay put.
+        int records = pendingDeletes.size() + 1;
         try {
-          current.append(withPendingDeletes(new byte[0]));
+          current.append(withPendingDeletes(new byte[0]), records);
         } catch (RuntimeException e) {
           giveUp();
           throw e;
         }
         appends.incrementAndGet();
-        currentRecords++;
         pendingDeletes.clear();
       }
       entries.remove(batchId);
@@ -361,7 +386,6 @@ final class LogJournal {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     for (long id : pendingDeletes) {
       out.writeBytes(LogJournalFile.delete(id));
-      currentRecords++;
     }
     out.writeBytes(record);
     return out.toByteArray();
@@ -393,7 +417,7 @@ final class LogJournal {
       }
       written++;
     }
-    AppendableFile last = current;
+    JournalFile last = current;
     Set<Long> live = new TreeSet<>(entries.keySet());
     live.addAll(plainEntries);
     release();
@@ -410,12 +434,15 @@ final class LogJournal {
     return written;
   }
 
-  /** After a failed write: the next one takes the log over again, from what storage holds. */
+  /**
+   * After a failed write: the next one takes the log over again, from what storage holds. The
+   * journal is retired (closed in the background once no append is in flight).
+   */
   private void giveUp() {
-    AppendableFile file = current;
+    JournalFile file = current;
     release();
     if (file != null) {
-      background.execute(file::close);
+      file.retire();
     }
   }
 
@@ -423,7 +450,6 @@ final class LogJournal {
   private void release() {
     current = null;
     currentEpoch = -1;
-    retired = null;
     entries.clear();
     plainEntries.clear();
     pendingDeletes.clear();
@@ -482,10 +508,8 @@ final class LogJournal {
       }
       throw e;
     }
-    current = mine;
+    current = journalOf(mine);
     currentEpoch = epoch;
-    currentRecords = 0;
-    retired = null;
     LOG.info("Took over {} with journal epoch {}", storage.describe(), epoch);
   }
 
@@ -502,14 +526,14 @@ final class LogJournal {
    * older journals can go; they are deleted and the old one closed in the background.
    */
   private void rollTo(long epoch) {
-    AppendableFile old = current;
+    JournalFile old = current;
     long oldEpoch = currentEpoch;
-    AppendableFile next = createNextJournal(epoch);
+    JournalFile next = createNextJournal(epoch);
     ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
     snapshot.writeBytes(LogJournalFile.header());
     snapshot.writeBytes(liveRecords());
     try {
-      next.append(snapshot.toByteArray());
+      next.append(snapshot.toByteArray(), entries.size());
       checkNoNewerJournal(epoch);
     } catch (RuntimeException e) {
       next.close();
@@ -518,18 +542,11 @@ final class LogJournal {
     }
     current = next;
     currentEpoch = epoch;
-    currentRecords = entries.size();
-    retired = null;
     pendingDeletes.clear();
-    closeAndDeleteUpTo(old, oldEpoch);
+    retireAndDeleteUpTo(old, oldEpoch);
   }
 
   private String where(String name) {
     return reader.where(name);
-  }
-
-  /** An append to {@code file} was late (hedged): the next write moves on to the next epoch. */
-  private void retire(AppendableFile file) {
-    retired = file;
   }
 }

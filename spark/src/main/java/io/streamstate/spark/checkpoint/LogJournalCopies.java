@@ -3,12 +3,11 @@ package io.streamstate.spark.checkpoint;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.hedge.HedgeCopy;
-import io.streamstate.core.hedge.JournalAppendCopy;
-import io.streamstate.core.storage.AppendableFile;
+import io.streamstate.core.journal.JournalAppendCopy;
+import io.streamstate.core.journal.JournalFile;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.hadoop.HadoopStorage;
-import java.util.function.Consumer;
 
 /**
  * The two copies of a hedged put to a {@link LogJournal} (docs/protocol.md, "Spark log journal"):
@@ -17,49 +16,37 @@ import java.util.function.Consumer;
 final class LogJournalCopies {
   private LogJournalCopies() {}
 
-  /** The append of one put's records to one journal, as the primary copy of a hedged put. */
-  static final class AppendCopy extends JournalAppendCopy<AppendableFile> {
+  /**
+   * The append of one put's records to one journal, as the primary copy of a hedged put. When its
+   * hedge starts, the journal is retired ({@link JournalAppendCopy}): later entries go to the next
+   * epoch's journal, which the hedge's file and it are placed away from on HDFS.
+   */
+  static final class AppendCopy extends JournalAppendCopy {
     private final HadoopStorage storage;
-    private final AppendableFile file;
+    private final JournalFile journal;
     private final byte[] records;
-    private final Consumer<AppendableFile> retire;
+    private final int recordCount;
 
-    AppendCopy(
-        HadoopStorage storage,
-        AppendableFile file,
-        byte[] records,
-        Consumer<AppendableFile> retire) {
-      super(storage);
+    AppendCopy(HadoopStorage storage, JournalFile journal, byte[] records, int recordCount) {
       this.storage = storage;
-      this.file = file;
+      this.journal = journal;
       this.records = records;
-      this.retire = retire;
+      this.recordCount = recordCount;
     }
 
     @Override
     public String write(byte[] content) {
-      return file.name() + "@" + file.append(records);
+      return journal.name() + "@" + journal.append(records, recordCount);
     }
 
     @Override
-    protected AppendableFile journal() {
-      return file;
-    }
-
-    @Override
-    protected AppendableFile fileOf(AppendableFile journal) {
+    protected JournalFile journal() {
       return journal;
-    }
-
-    /** Later entries go to the next journal (the hedge's file and it placed elsewhere on HDFS). */
-    @Override
-    protected void retire(AppendableFile late) {
-      retire.accept(late);
     }
 
     @Override
     public String describe() {
-      return storage.describe() + "/" + file.name() + " (append)";
+      return storage.describe() + "/" + journal.name() + " (append)";
     }
   }
 

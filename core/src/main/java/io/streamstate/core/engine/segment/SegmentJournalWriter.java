@@ -6,7 +6,9 @@ import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.format.SegmentJournalFile;
 import io.streamstate.core.hedge.HedgeCopy;
-import io.streamstate.core.hedge.JournalAppendCopy;
+import io.streamstate.core.journal.JournalAppendCopy;
+import io.streamstate.core.journal.JournalFile;
+import io.streamstate.core.journal.RollRule;
 import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
@@ -37,7 +39,7 @@ import org.slf4j.LoggerFactory;
  *       hedged (its pipeline is slow: later commits go to the standby), and when the storage
  *       suspects it of being slow ({@link SupportsLateWriteReports#isSuspectedSlow}: on HDFS its
  *       pipeline holds a DataNode a late write went through). A retired journal is closed in the
- *       background once its last append returns.
+ *       background once its last append returns ({@link JournalFile}; the rule: {@link RollRule}).
  *   <li>A hedged append is reported to the storage as a late write, and a standby that is suspected
  *       then, or still being created, is replaced by a new one, created after the report (on HDFS:
  *       on other DataNodes).
@@ -45,7 +47,9 @@ import org.slf4j.LoggerFactory;
  *       journal; a store that cannot append at all disables the journal for good.
  * </ul>
  *
- * <p>Thread-safe. Appends to one journal are serialized by it.
+ * <p>Thread-safe. Appends to one journal are serialized by it. Which journal is current, and the
+ * standby, are guarded by the writer's lock; a journal's own state by the journal, and no call
+ * under the lock waits for an append.
  */
 final class SegmentJournalWriter {
   private static final Logger LOG = LoggerFactory.getLogger(SegmentJournalWriter.class);
@@ -56,50 +60,24 @@ final class SegmentJournalWriter {
   /** Creates and closes journals off the commit path (the process's daemon threads). */
   private final Executor background;
 
-  /** The storage, if it takes reports of late writes; else null. */
-  private final SupportsLateWriteReports reports;
+  /** Whether the storage takes reports of late writes (then a late append replaces the standby). */
+  private final boolean takesReports;
 
   private final SegmentJournalSettings settings;
+
+  /** j3: full, due, or suspected of being slow. */
+  private final RollRule rollRule;
+
   private final SegmentCatalog catalog;
   private final LongSupplier clock;
 
   private final Object lock = new Object();
-  private Journal current; // guarded by lock
-  private CompletableFuture<Journal> standby; // guarded by lock
+  private JournalFile current; // guarded by lock
+  private CompletableFuture<JournalFile> standby; // guarded by lock
   private boolean disabled; // guarded by lock
 
   private final AtomicLong appends = new AtomicLong();
   private final AtomicLong journalsCreated = new AtomicLong();
-
-  /** One journal file and its state; all mutable fields guarded by the writer's lock. */
-  private static final class Journal {
-    final AppendableFile file;
-    final long createdMillis;
-    final long closeByMillis;
-    long currentSinceMillis = -1;
-    boolean retired;
-
-    /**
-     * Taken although suspected (no unsuspected journal could be made): not retired for suspicion,
-     * or every commit would make a new journal while the suspicion lasts.
-     */
-    boolean suspicionAccepted;
-
-    int inFlight;
-
-    /**
-     * The header plus every record an append was started for: the roll rule's size, kept here so
-     * that no decision under the writer's lock waits for the file, which a stalled append holds.
-     */
-    long reservedBytes;
-
-    Journal(AppendableFile file, long createdMillis, long closeByMillis, long headerBytes) {
-      this.file = file;
-      this.createdMillis = createdMillis;
-      this.closeByMillis = closeByMillis;
-      this.reservedBytes = headerBytes;
-    }
-  }
 
   SegmentJournalWriter(
       ProcessResources resources,
@@ -111,8 +89,11 @@ final class SegmentJournalWriter {
     }
     this.storage = storage;
     this.appender = (SupportsAppend) storage;
-    this.reports = storage instanceof SupportsLateWriteReports r ? r : null;
+    this.takesReports = storage instanceof SupportsLateWriteReports;
     this.settings = settings;
+    this.rollRule =
+        RollRule.afterBytesOrMillis(settings.rollBytes(), settings.rollMillis())
+            .orWhenSuspectedSlow();
     this.catalog = SegmentCatalog.of(resources, storage);
     this.background = resources.cachedPool("journal");
     this.clock = clock;
@@ -152,7 +133,7 @@ final class SegmentJournalWriter {
    */
   private String append(long segmentId, byte[] framedSegment, AppendCopy copy) {
     byte[] record = SegmentJournalFile.record(segmentId, framedSegment);
-    Journal j = acquire(record.length);
+    JournalFile j = acquire(record.length);
     if (j == null) {
       return null;
     }
@@ -160,76 +141,62 @@ final class SegmentJournalWriter {
     if (copy.hedged) {
       retire(j); // hedged before it even started: later commits go elsewhere
     }
-    boolean failed = true;
-    try {
-      long offset = j.file.append(record);
-      failed = false;
-      long now = clock.getAsLong();
-      if (now > j.closeByMillis + settings.graceMillis() / 2) {
-        // I13: the sweep may delete the journal from closeBy + grace on: promise no durability.
-        throw new OutcomeUnknownException(
-            "The append to "
-                + where(j)
-                + " returned "
-                + (now - j.closeByMillis)
-                + " ms after its close-by time, too late to be safe from the segment sweep");
-      }
-      appends.incrementAndGet();
-      return SegmentJournalReader.recordName(j.file.name(), offset);
-    } finally {
-      release(j, failed);
+    long offset = j.appendReserved(record); // a failed append retires j
+    long now = clock.getAsLong();
+    if (now > j.closeByMillis() + settings.graceMillis() / 2) {
+      // I13: the sweep may delete the journal from closeBy + grace on: promise no durability.
+      throw new OutcomeUnknownException(
+          "The append to "
+              + where(j)
+              + " returned "
+              + (now - j.closeByMillis())
+              + " ms after its close-by time, too late to be safe from the segment sweep");
     }
+    appends.incrementAndGet();
+    return SegmentJournalReader.recordName(j.name(), offset);
   }
 
-  private String where(Journal j) {
-    return storage.describe() + "/" + j.file.name();
+  private String where(JournalFile j) {
+    return storage.describe() + "/" + j.name();
   }
 
-  private Journal acquire(long recordLength) {
+  /**
+   * The journal the record goes to, its append reserved (so it is not closed before the append
+   * returns); null if none is available.
+   */
+  private JournalFile acquire(long recordLength) {
     synchronized (lock) {
       if (disabled) {
         return null;
       }
-      long now = clock.getAsLong();
-      Journal j = current;
-      if (j != null && (!takesAppend(j, recordLength, now) || suspectedSlow(j))) {
-        retire(j);
-        j = null;
-      }
-      if (j == null) {
-        j = takeStandby();
-        if (j == null) {
-          return null;
+      JournalFile j = current;
+      if (j != null) {
+        if (j.tryReserve(rollRule, recordLength, clock.getAsLong())) {
+          return j;
         }
-        j.currentSinceMillis = clock.getAsLong();
-        current = j;
-        standby = startCreate();
+        retire(j);
       }
-      j.inFlight++;
-      j.reservedBytes += recordLength;
+      j = takeStandby();
+      if (j == null) {
+        return null;
+      }
+      j.becameCurrent(clock.getAsLong());
+      current = j;
+      standby = startCreate();
+      j.reserve(recordLength); // its first record, however large
       return j;
     }
   }
 
-  private boolean takesAppend(Journal j, long recordLength, long now) {
-    long length = j.reservedBytes;
-    return !j.retired
-        && j.file.isOpen()
-        && now < j.closeByMillis
-        && now < j.currentSinceMillis + settings.rollMillis()
-        && (length <= SegmentJournalFile.HEADER_LENGTH
-            || length + recordLength <= settings.rollBytes());
-  }
-
   /** The standby, created now if there is none or it is too old; null if none can be made. */
-  private Journal takeStandby() {
+  private JournalFile takeStandby() {
     for (int attempt = 0; attempt < 2; attempt++) {
-      CompletableFuture<Journal> next = standby;
+      CompletableFuture<JournalFile> next = standby;
       standby = null;
       if (next == null) {
         next = startCreate();
       }
-      Journal j;
+      JournalFile j;
       try {
         j = next.join();
       } catch (CompletionException e) {
@@ -252,12 +219,12 @@ final class SegmentJournalWriter {
       // A standby that waited long (no commits) may have too little time left: make another. One
       // that is suspected of being slow too, but only once: the second is made now, as far from
       // the suspects as the storage can place it, and taken as it is.
-      if (clock.getAsLong() < j.closeByMillis - settings.rollMillis() / 2) {
-        if (!suspectedSlow(j)) {
+      if (clock.getAsLong() < j.closeByMillis() - settings.rollMillis() / 2) {
+        if (!j.isSuspectedSlow()) {
           return j;
         }
         if (attempt > 0) {
-          j.suspicionAccepted = true;
+          j.acceptSuspicion();
           return j;
         }
       }
@@ -266,11 +233,11 @@ final class SegmentJournalWriter {
     return null;
   }
 
-  private CompletableFuture<Journal> startCreate() {
+  private CompletableFuture<JournalFile> startCreate() {
     return CompletableFuture.supplyAsync(this::create, background);
   }
 
-  private Journal create() {
+  private JournalFile create() {
     long now = clock.getAsLong();
     long closeBy = now + 2 * settings.rollMillis();
     String name = SegmentJournalReader.journalName(closeBy, CommitIds.next());
@@ -284,12 +251,10 @@ final class SegmentJournalWriter {
       throw e;
     }
     journalsCreated.incrementAndGet();
-    return new Journal(file, now, closeBy, SegmentJournalFile.HEADER_LENGTH);
-  }
-
-  /** Whether the storage suspects {@code j}'s writes of being slow (and that was not accepted). */
-  private boolean suspectedSlow(Journal j) {
-    return reports != null && !j.suspicionAccepted && reports.isSuspectedSlow(j.file.name());
+    JournalFile journal =
+        new JournalFile(file, SegmentJournalFile.HEADER_LENGTH, closeBy, storage, background);
+    journal.closed().thenRun(() -> catalog.journalClosed(name));
+    return journal;
   }
 
   /**
@@ -299,14 +264,14 @@ final class SegmentJournalWriter {
    * replacement is created after the report, so the storage can place it elsewhere; the old standby
    * is closed once its create returns (an empty journal, swept by time).
    */
-  private void moveAwayFrom(Journal late) {
+  private void moveAwayFrom(JournalFile late) {
     retire(late);
     synchronized (lock) {
-      CompletableFuture<Journal> old = standby;
-      if (old == null || disabled || reports == null) {
+      CompletableFuture<JournalFile> old = standby;
+      if (old == null || disabled || !takesReports) {
         return;
       }
-      if (old.isDone() && !old.isCompletedExceptionally() && !suspectedSlow(old.join())) {
+      if (old.isDone() && !old.isCompletedExceptionally() && !old.join().isSuspectedSlow()) {
         return;
       }
       standby = startCreate();
@@ -314,53 +279,28 @@ final class SegmentJournalWriter {
       LOG.debug(
           "Replacing the standby segment journal under {}: an append to {} is late",
           storage.describe(),
-          late.file.name());
+          late.name());
     }
   }
 
-  private void retire(Journal j) {
+  /** No commit appends to {@code j} any more; it is closed once its last append returns. */
+  private void retire(JournalFile j) {
     synchronized (lock) {
-      if (j.retired) {
-        return;
-      }
-      j.retired = true;
+      j.retire();
       if (current == j) {
         current = null;
       }
-      if (j.inFlight == 0) {
-        closeLater(j);
-      }
     }
-  }
-
-  private void release(Journal j, boolean failed) {
-    synchronized (lock) {
-      j.inFlight--;
-      if (failed) {
-        retire(j);
-      } else if (j.retired && j.inFlight == 0) {
-        closeLater(j);
-      }
-    }
-  }
-
-  private void closeLater(Journal j) {
-    background.execute(
-        () -> {
-          j.file.close();
-          catalog.journalClosed(j.file.name());
-        });
   }
 
   /** The journal append as one copy of a hedged publish (the other is a segment file). */
-  private final class AppendCopy extends JournalAppendCopy<Journal> {
+  private final class AppendCopy extends JournalAppendCopy {
     private final long segmentId;
     private final HedgeCopy fallback;
-    volatile Journal journal;
+    volatile JournalFile journal;
     volatile boolean hedged;
 
     AppendCopy(long segmentId, HedgeCopy fallback) {
-      super(storage);
       this.segmentId = segmentId;
       this.fallback = fallback;
     }
@@ -383,13 +323,8 @@ final class SegmentJournalWriter {
     }
 
     @Override
-    protected Journal journal() {
+    protected JournalFile journal() {
       return journal;
-    }
-
-    @Override
-    protected AppendableFile fileOf(Journal j) {
-      return j.file;
     }
 
     /**
@@ -397,7 +332,7 @@ final class SegmentJournalWriter {
      * it waits for a standby journal, and the hedge must not wait.
      */
     @Override
-    protected void retire(Journal late) {
+    protected void retire(JournalFile late) {
       background.execute(() -> moveAwayFrom(late));
     }
 
@@ -409,7 +344,7 @@ final class SegmentJournalWriter {
 
     @Override
     public String describe() {
-      Journal j = journal;
+      JournalFile j = journal;
       return (j == null ? storage.describe() + "/" + SegmentCatalog.SEGMENT_DIR : where(j))
           + " (append of segment "
           + HexFormat.of().toHexDigits(segmentId)

@@ -1,8 +1,7 @@
-package io.streamstate.core.hedge;
+package io.streamstate.core.journal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.streamstate.core.storage.AppendableFile;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.lang.reflect.Proxy;
@@ -32,24 +31,15 @@ class JournalAppendCopyTest {
             });
   }
 
-  private static AppendableFile file(String name) {
-    return (AppendableFile)
-        Proxy.newProxyInstance(
-            JournalAppendCopyTest.class.getClassLoader(),
-            new Class<?>[] {AppendableFile.class},
-            (proxy, method, args) -> {
-              if (method.getName().equals("name")) {
-                return name;
-              }
-              throw new UnsupportedOperationException(method.getName());
-            });
+  private static JournalFile journal(Storage storage, String name) {
+    return new JournalFile(
+        new FakeAppendableFile(name), 0, JournalFile.NO_CLOSE_BY, storage, Runnable::run);
   }
 
-  private final class Copy extends JournalAppendCopy<AppendableFile> {
-    AppendableFile journal;
+  private final class Copy extends JournalAppendCopy {
+    final JournalFile journal;
 
-    Copy(Storage storage, AppendableFile journal) {
-      super(storage);
+    Copy(JournalFile journal) {
       this.journal = journal;
     }
 
@@ -59,18 +49,14 @@ class JournalAppendCopyTest {
     }
 
     @Override
-    protected AppendableFile journal() {
+    protected JournalFile journal() {
       return journal;
     }
 
     @Override
-    protected AppendableFile fileOf(AppendableFile j) {
-      return j;
-    }
-
-    @Override
-    protected void retire(AppendableFile late) {
+    protected void retire(JournalFile late) {
       events.add("retire " + late.name());
+      super.retire(late);
     }
 
     @Override
@@ -91,25 +77,27 @@ class JournalAppendCopyTest {
 
   @Test
   void aLateAppendIsReportedBeforeItsJournalIsRetired() {
-    new Copy(storage(true), file("j-1")).hedgeStarted();
+    JournalFile late = journal(storage(true), "j-1");
+    new Copy(late).hedgeStarted();
     assertThat(events).containsExactly("starting", "report j-1", "retire j-1");
+    assertThat(late.isRetired()).isTrue();
   }
 
   @Test
   void aStorageThatTakesNoReportsOnlyRetires() {
-    new Copy(storage(false), file("j-1")).hedgeStarted();
+    new Copy(journal(storage(false), "j-1")).hedgeStarted();
     assertThat(events).containsExactly("starting", "retire j-1");
   }
 
   @Test
   void withoutAJournalNothingIsReportedOrRetired() {
-    new Copy(storage(true), null).hedgeStarted();
+    new Copy(null).hedgeStarted();
     assertThat(events).containsExactly("starting", "no journal");
   }
 
   @Test
   void anAppendIsNeverDiscarded() {
-    assertThat(new Copy(storage(true), file("j-1")).discard("j-1@0")).isFalse();
+    assertThat(new Copy(journal(storage(true), "j-1")).discard("j-1@0")).isFalse();
     assertThat(events).isEmpty();
   }
 }
