@@ -14,8 +14,10 @@ import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import java.util.HexFormat;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -78,6 +80,12 @@ final class SegmentJournalWriter {
 
   private final AtomicLong appends = new AtomicLong();
   private final AtomicLong journalsCreated = new AtomicLong();
+
+  /**
+   * Journals being started (created, header append in flight): what an append hedged before it had
+   * a journal reports, since the standby it waits for may be held by a slow pipeline.
+   */
+  private final Set<String> starting = ConcurrentHashMap.newKeySet();
 
   SegmentJournalWriter(
       ProcessResources resources,
@@ -243,12 +251,15 @@ final class SegmentJournalWriter {
     String name = SegmentJournalReader.journalName(closeBy, CommitIds.next());
     AppendableFile file = appender.createAppendable(name);
     catalog.journalOpened(name);
+    starting.add(name);
     try {
       file.append(SegmentJournalFile.header());
     } catch (RuntimeException e) {
       file.close();
       catalog.journalClosed(name);
       throw e;
+    } finally {
+      starting.remove(name);
     }
     journalsCreated.incrementAndGet();
     JournalFile journal =
@@ -266,6 +277,16 @@ final class SegmentJournalWriter {
    */
   private void moveAwayFrom(JournalFile late) {
     retire(late);
+    replaceStandbyIfSuspect("an append to " + late.name() + " is late");
+  }
+
+  /**
+   * Replaces the standby if it is suspected now or not started yet (its create may have chosen the
+   * same slow DataNodes, or be stuck behind them). Called after a late report, so that the storage
+   * can place the replacement elsewhere; the old standby is retired once its start returns (an
+   * empty journal, swept by time).
+   */
+  private void replaceStandbyIfSuspect(String why) {
     synchronized (lock) {
       CompletableFuture<JournalFile> old = standby;
       if (old == null || disabled || !takesReports) {
@@ -276,10 +297,7 @@ final class SegmentJournalWriter {
       }
       standby = startCreate();
       old.thenAccept(this::retire);
-      LOG.debug(
-          "Replacing the standby segment journal under {}: an append to {} is late",
-          storage.describe(),
-          late.name());
+      LOG.debug("Replacing the standby segment journal under {}: {}", storage.describe(), why);
     }
   }
 
@@ -336,9 +354,20 @@ final class SegmentJournalWriter {
       background.execute(() -> moveAwayFrom(late));
     }
 
-    /** No journal yet, or the fallback file is being written: the fallback's own late report. */
+    /**
+     * No journal yet, or the fallback file is being written: the fallback's own late report. An
+     * append still waiting for a journal waits for the standby's start, whose header may be held by
+     * a slow pipeline (seen after a restart, issue-15 benchmark: the hedge was placed on the same
+     * three DataNodes and both copies waited 27 s): the journals being started are reported, so
+     * that the hedge's file is placed elsewhere, and the standby is replaced.
+     */
     @Override
     protected void hedgeStartedWithoutJournal() {
+      if (takesReports && journal == null && !starting.isEmpty()) {
+        SupportsLateWriteReports reports = (SupportsLateWriteReports) storage;
+        starting.forEach(reports::reportLateWrite);
+        background.execute(() -> replaceStandbyIfSuspect("an append waiting for it is late"));
+      }
       fallback.hedgeStarted();
     }
 
