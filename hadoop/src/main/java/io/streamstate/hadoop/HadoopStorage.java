@@ -118,6 +118,10 @@ import org.slf4j.LoggerFactory;
  * <p>{@link #close()} does not close the {@code FileSystem}: Hadoop caches and shares instances.
  * Runs on Hadoop 3.3.4 and later (bulk delete where the Hadoop has it: {@link HadoopCompat}).
  * Thread-safe.
+ *
+ * <p>Over 600 lines because it is the one router of the storage interfaces it implements (five) and
+ * of the store-selection table above; each step of a create is {@link HadoopFileCreator}'s,
+ * placement {@link DataNodePlacement}'s, version differences {@link HadoopCompat}'s.
  */
 public final class HadoopStorage
     implements Storage,

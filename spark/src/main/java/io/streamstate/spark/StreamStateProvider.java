@@ -75,6 +75,11 @@ import scala.collection.immutable.Seq;
  * StreamStateConf#SPARK_CHECKPOINT_FORMAT_VERSION} = 2), {@code loadEmpty} (offline state
  * repartitioning), and streaming {@code transformWithState}, which Spark 4.2 refuses for every
  * provider but its own RocksDB one, by class name, before a provider is ever created.
+ *
+ * <p>Over 600 lines because it is Spark's trait, whole: the class Spark makes by name, whose
+ * members (init, the three ways to get a store, maintenance, close, metrics descriptors) are
+ * Spark's, plus the one-open-store permit they share. Everything below a store's open is the
+ * engine's ({@code VersionedStore}); a store's row work is {@link StreamStateStore}'s.
  */
 public class StreamStateProvider implements StateStoreProvider {
   private static final Logger LOG = LoggerFactory.getLogger(StreamStateProvider.class);

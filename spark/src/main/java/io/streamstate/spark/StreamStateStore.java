@@ -42,6 +42,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * provider's one permit; a task completion listener releases it if the task forgets.
  *
  * <p>Thread confinement: the task thread that loaded the store uses it.
+ *
+ * <p>Over 600 lines because Spark's {@code StateStore} is that wide (get, multiGet, keyExists, four
+ * scans with and without multiple values, put, merge, their list forms, remove, deleteRange, column
+ * families, commit, metrics): each member is a few lines over the transaction and the codec, which
+ * hold the logic.
  */
 final class StreamStateStore implements StateStore {
   private static final Logger LOG = LoggerFactory.getLogger(StreamStateStore.class);
