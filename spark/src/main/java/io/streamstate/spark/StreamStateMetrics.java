@@ -106,6 +106,17 @@ public final class StreamStateMetrics {
           "streamstateUploadLagVersions",
           "streamstate: versions committed but not yet durable (async durability; 0 in sync)");
 
+  /**
+   * As Spark's providers' {@code forceSnapshotCount} (HDFS-backed) and {@code
+   * rocksdbForceSnapshotCount} (RocksDB), SPARK-54063: 1 for a commit whose store Spark asked to
+   * snapshot on commit ({@code forceSnapshotOnCommit}), else 0; summed, the stores that did. Ours
+   * takes the snapshot's local checkpoint at commit and uploads it in the background.
+   */
+  public static final StateStoreCustomSumMetric FORCE_SNAPSHOT =
+      new StateStoreCustomSumMetric(
+          "streamstateForceSnapshotCount",
+          "streamstate: number of stores that had forced snapshot on commit");
+
   private static final List<StateStoreCustomMetric> ALL =
       List.of(
           COMMIT_LATENCY,
@@ -126,7 +137,8 @@ public final class StreamStateMetrics {
           SEGMENT_COMMITS,
           SEGMENTS_WRITTEN,
           VERSIONS_LOST,
-          UPLOAD_LAG);
+          UPLOAD_LAG,
+          FORCE_SNAPSHOT);
 
   /** Spark's own per-partition "last uploaded snapshot version" instance metric. */
   public static final StateStoreSnapshotLastUploadInstanceMetric SNAPSHOT_LAST_UPLOADED =
@@ -149,7 +161,11 @@ public final class StreamStateMetrics {
    * between the previous commit of this provider and this one ({@code before} to {@code after}).
    */
   static Map<StateStoreCustomMetric, Object> ofCommit(
-      StoreMetrics.Snapshot before, StoreMetrics.Snapshot after, long snapshotLag, int uploadLag) {
+      StoreMetrics.Snapshot before,
+      StoreMetrics.Snapshot after,
+      long snapshotLag,
+      int uploadLag,
+      boolean forcedSnapshot) {
     Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
     m.put(COMMIT_LATENCY, after.lastCommitNanos() / 1_000_000L);
     m.put(COMMIT_BYTES, after.lastCommitBytes());
@@ -170,6 +186,7 @@ public final class StreamStateMetrics {
     m.put(SEGMENTS_WRITTEN, after.segmentsWritten() - before.segmentsWritten());
     m.put(VERSIONS_LOST, after.versionsLost() - before.versionsLost());
     m.put(UPLOAD_LAG, (long) uploadLag); // Spark reads sum metrics as Long
+    m.put(FORCE_SNAPSHOT, forcedSnapshot ? 1L : 0L);
     return m;
   }
 }

@@ -462,13 +462,20 @@ public class StreamStateProvider implements StateStoreProvider {
     }
   }
 
-  /** The custom metric values of the commit that produced {@code newVersion}. */
-  Map<StateStoreCustomMetric, Object> commitMetrics(long newVersion) {
+  /**
+   * The custom metric values of the commit that produced {@code newVersion}; {@code
+   * forcedSnapshot}: Spark asked it to snapshot on commit.
+   */
+  Map<StateStoreCustomMetric, Object> commitMetrics(long newVersion, boolean forcedSnapshot) {
     StoreMetrics.Snapshot now = store.metrics().snapshot();
     long lastSnapshot = store.lastSnapshotVersion();
     Map<StateStoreCustomMetric, Object> values =
         StreamStateMetrics.ofCommit(
-            metricsAtLastCommit, now, newVersion - Math.max(0, lastSnapshot), store.uploadLag());
+            metricsAtLastCommit,
+            now,
+            newVersion - Math.max(0, lastSnapshot),
+            store.uploadLag(),
+            forcedSnapshot);
     metricsAtLastCommit = now;
     return values;
   }

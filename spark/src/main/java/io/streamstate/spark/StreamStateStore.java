@@ -488,7 +488,8 @@ final class StreamStateStore implements StateStore {
   // ---------------------------------------------------------------------------------------------
 
   private StateStoreMetrics metricsAfterCommit(long newVersion, long rows) {
-    Map<StateStoreCustomMetric, Object> custom = provider.commitMetrics(newVersion);
+    Map<StateStoreCustomMetric, Object> custom =
+        provider.commitMetrics(newVersion, forceSnapshotOnCommit);
     StateStoreId sid = id();
     Map<StateStoreInstanceMetric, Object> instance = new HashMap<>();
     instance.put(

@@ -139,7 +139,12 @@ class ForcedSnapshotOnCommitTest {
       store.put(row(KEY, key), row(VALUE, value), StateStore.DEFAULT_COL_FAMILY_NAME());
       model.put(key, value);
     }
-    return store.commit();
+    long committed = store.commit();
+    // SPARK-54063: the commit reports whether Spark forced a snapshot on it, as Spark's providers.
+    assertThat(store.metrics().customMetrics().get(StreamStateMetrics.FORCE_SNAPSHOT))
+        .as("forceSnapshotCount of the commit of version %d", committed)
+        .isEqualTo(Option.apply(force ? 1L : 0L));
+    return committed;
   }
 
   private static Map<String, Integer> contents(StateStore store) {
