@@ -283,37 +283,40 @@ final class LatencyModel {
    * it; draws the latency of one operation and sleeps {@code latencyScale} times it all.
    */
   Delay delay(Op op, long bytes, int[] pipeline) throws InterruptedException {
-    long start = System.nanoTime();
+    long slept = 0; // ns actually slept: with latencyScale 0, exactly 0 (no scheduling noise)
     double ms;
     long slowNodeWait = 0;
     if (cluster != null && pipeline != null && (op == Op.WRITE || op == Op.SYNC)) {
       slowNodeWait = cluster.pipelineWaitMs(pipeline, nowMs());
       ms = slowNodeWait + draw(op, bytes, 1);
-      sleepMs(slowNodeWait * latencyScale);
-      sleepMs((ms - slowNodeWait) * latencyScale);
+      slept += sleepMs(slowNodeWait * latencyScale);
+      slept += sleepMs((ms - slowNodeWait) * latencyScale);
     } else if (profile.equals("busy-namenode") && op.isMetadata()) {
       int load = metadataInFlight.incrementAndGet();
       try {
         long now = nowMs();
         double pause = pauseRemainingMs(now);
         ms = pause + draw(op, bytes, load);
-        sleepMs(pause * latencyScale);
-        sleepMs((ms - pause) * latencyScale);
+        slept += sleepMs(pause * latencyScale);
+        slept += sleepMs((ms - pause) * latencyScale);
       } finally {
         metadataInFlight.decrementAndGet();
       }
     } else {
       ms = draw(op, bytes, 1);
-      sleepMs(ms * latencyScale);
+      slept += sleepMs(ms * latencyScale);
     }
-    return new Delay(ms, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), slowNodeWait);
+    return new Delay(ms, TimeUnit.NANOSECONDS.toMillis(slept), slowNodeWait);
   }
 
-  private static void sleepMs(double ms) throws InterruptedException {
+  /** Sleeps {@code ms}; returns the nanoseconds it took (0 when there is nothing to sleep). */
+  private static long sleepMs(double ms) throws InterruptedException {
     if (ms <= 0) {
-      return;
+      return 0;
     }
     long nanos = (long) (ms * 1_000_000);
+    long start = System.nanoTime();
     Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000));
+    return System.nanoTime() - start;
   }
 }
