@@ -14,16 +14,38 @@ import java.util.Set;
  * numRowsTotal} is exact and survives restarts. Like Spark's RocksDB provider with {@code
  * trackTotalNumberOfRows} (its default), it costs one read per put or remove of a key the
  * transaction has not seen yet (a key it read, or an iterator just returned, is known).
+ *
+ * <p>Also whether Spark declared each family internal ({@code createColFamilyIfAbsent(...,
+ * isInternal = true)}, e.g. a join's key-to-count index with state format 3): as in Spark's RocksDB
+ * provider, {@code numRowsTotal} counts the keys of the other families only, and the internal ones
+ * are reported apart ({@link Totals}). The flag is stored with the count, so it survives restarts
+ * like Spark's column family metadata does.
  */
 final class RowCounts {
-  /** The internal family: family name (UTF-8) to its key count (8 bytes, big-endian). */
+  /**
+   * The internal family: family name (UTF-8) to its key count (8 bytes, big-endian), followed by
+   * one byte {@link #INTERNAL_FLAG} for a family Spark declared internal (absent: not internal; a
+   * reader that knows only the count reads the first 8 bytes).
+   */
   static final String FAMILY = "_streamstate_row_counts";
+
+  private static final byte INTERNAL_FLAG = 1;
+
+  /**
+   * What the metrics report of a version: keys of Spark's non-internal families ({@code
+   * numRowsTotal}), keys of its internal families, and how many families of each kind there are
+   * ({@code default} among the non-internal ones), as Spark's RocksDB provider counts them.
+   */
+  record Totals(long keys, long internalKeys, long externalFamilies, long internalFamilies) {}
 
   private final StateTransaction tx;
   private final Map<String, Long> deltas = new HashMap<>();
 
   /** Families dropped (and maybe re-created) in this transaction: their stored count is void. */
   private final Set<String> reset = new HashSet<>();
+
+  /** Families whose internal flag this transaction changes, to the new flag. */
+  private final Map<String, Boolean> internalChanges = new HashMap<>();
 
   RowCounts(StateTransaction tx) {
     this.tx = tx;
@@ -59,23 +81,46 @@ final class RowCounts {
 
   void dropped(String family) {
     deltas.remove(family);
+    internalChanges.remove(family);
     reset.add(family);
   }
 
-  /** Keys of all user families, counting this transaction's changes. */
+  /** Spark created or re-declared {@code family}, internal or not. */
+  void declared(String family, boolean internal) {
+    if (isInternalFamily(family) != internal) {
+      internalChanges.put(family, internal);
+    }
+  }
+
+  /** Keys of Spark's non-internal families ({@code numRowsTotal}), with this transaction's. */
   long total() {
-    long total = 0;
+    return totals().keys();
+  }
+
+  /** All the counts, with this transaction's changes. */
+  Totals totals() {
+    long keys = 0;
+    long internalKeys = 0;
+    long externalFamilies = 0;
+    long internalFamilies = 0;
     for (String family : tx.columnFamilies()) {
-      if (!isInternal(family)) {
-        total += count(family);
+      if (isInternal(family)) {
+        continue;
+      }
+      if (isInternalFamily(family)) {
+        internalKeys += count(family);
+        internalFamilies++;
+      } else {
+        keys += count(family);
+        externalFamilies++;
       }
     }
-    return total;
+    return new Totals(keys, internalKeys, externalFamilies, internalFamilies);
   }
 
   /** Writes the changed counts into the transaction; call just before commit. */
   void flush() {
-    if (deltas.isEmpty() && reset.isEmpty()) {
+    if (deltas.isEmpty() && reset.isEmpty() && internalChanges.isEmpty()) {
       return;
     }
     if (!tx.columnFamilies().contains(FAMILY)) {
@@ -83,30 +128,52 @@ final class RowCounts {
     }
     Set<String> changed = new HashSet<>(deltas.keySet());
     changed.addAll(reset);
+    changed.addAll(internalChanges.keySet());
     for (String family : changed) {
       byte[] key = family.getBytes(StandardCharsets.UTF_8);
       if (tx.columnFamilies().contains(family)) {
-        tx.put(FAMILY, key, ByteBuffer.allocate(8).putLong(count(family)).array());
+        boolean internal = isInternalFamily(family);
+        ByteBuffer value = ByteBuffer.allocate(internal ? 9 : 8).putLong(count(family));
+        if (internal) {
+          value.put(INTERNAL_FLAG);
+        }
+        tx.put(FAMILY, key, value.array());
       } else {
         tx.delete(FAMILY, key);
       }
     }
-    // The transaction now holds the new counts: nothing is pending any more.
+    // The transaction now holds the new counts and flags: nothing is pending any more.
     deltas.clear();
     reset.clear();
+    internalChanges.clear();
   }
 
   private long count(String family) {
-    long stored = reset.contains(family) ? 0 : stored(family);
+    long stored = reset.contains(family) ? 0 : storedCount(stored(family));
     return stored + deltas.getOrDefault(family, 0L);
   }
 
-  private long stored(String family) {
-    if (!tx.columnFamilies().contains(FAMILY)) {
-      return 0;
+  private boolean isInternalFamily(String family) {
+    Boolean changed = internalChanges.get(family);
+    if (changed != null) {
+      return changed;
     }
-    byte[] value = tx.get(FAMILY, family.getBytes(StandardCharsets.UTF_8));
+    return !reset.contains(family) && storedInternal(stored(family));
+  }
+
+  private static long storedCount(byte[] value) {
     return value == null ? 0 : ByteBuffer.wrap(value).getLong();
+  }
+
+  private static boolean storedInternal(byte[] value) {
+    return value != null && value.length > 8 && value[8] == INTERNAL_FLAG;
+  }
+
+  private byte[] stored(String family) {
+    if (!tx.columnFamilies().contains(FAMILY)) {
+      return null;
+    }
+    return tx.get(FAMILY, family.getBytes(StandardCharsets.UTF_8));
   }
 
   private void add(String family, long n) {

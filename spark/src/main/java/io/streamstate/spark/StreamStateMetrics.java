@@ -117,6 +117,25 @@ public final class StreamStateMetrics {
           "streamstateForceSnapshotCount",
           "streamstate: number of stores that had forced snapshot on commit");
 
+  /**
+   * The three column family metrics of Spark's RocksDB provider, with its names and meanings
+   * (Spark's tests and dashboards read them, and a join with state format 3 or 4 reports them):
+   * keys of the families Spark declared internal (not in {@code numRowsTotal}), and the number of
+   * families of each kind, {@code default} among the external ones. All 0 for a store without
+   * column families, as there.
+   */
+  public static final StateStoreCustomSizeMetric INTERNAL_FAMILY_KEYS =
+      new StateStoreCustomSizeMetric(
+          "rocksdbNumInternalColFamiliesKeys",
+          "streamstate: number of internal keys for internal column families");
+
+  public static final StateStoreCustomSizeMetric EXTERNAL_FAMILIES =
+      new StateStoreCustomSizeMetric(
+          "rocksdbNumExternalColumnFamilies", "streamstate: number of external column families");
+  public static final StateStoreCustomSizeMetric INTERNAL_FAMILIES =
+      new StateStoreCustomSizeMetric(
+          "rocksdbNumInternalColumnFamilies", "streamstate: number of internal column families");
+
   private static final List<StateStoreCustomMetric> ALL =
       List.of(
           COMMIT_LATENCY,
@@ -138,7 +157,10 @@ public final class StreamStateMetrics {
           SEGMENTS_WRITTEN,
           VERSIONS_LOST,
           UPLOAD_LAG,
-          FORCE_SNAPSHOT);
+          FORCE_SNAPSHOT,
+          INTERNAL_FAMILY_KEYS,
+          EXTERNAL_FAMILIES,
+          INTERNAL_FAMILIES);
 
   /** Spark's own per-partition "last uploaded snapshot version" instance metric. */
   public static final StateStoreSnapshotLastUploadInstanceMetric SNAPSHOT_LAST_UPLOADED =
@@ -165,7 +187,8 @@ public final class StreamStateMetrics {
       StoreMetrics.Snapshot after,
       long snapshotLag,
       int uploadLag,
-      boolean forcedSnapshot) {
+      boolean forcedSnapshot,
+      RowCounts.Totals rows) {
     Map<StateStoreCustomMetric, Object> m = new LinkedHashMap<>();
     m.put(COMMIT_LATENCY, after.lastCommitNanos() / 1_000_000L);
     m.put(COMMIT_BYTES, after.lastCommitBytes());
@@ -187,6 +210,9 @@ public final class StreamStateMetrics {
     m.put(VERSIONS_LOST, after.versionsLost() - before.versionsLost());
     m.put(UPLOAD_LAG, (long) uploadLag); // Spark reads sum metrics as Long
     m.put(FORCE_SNAPSHOT, forcedSnapshot ? 1L : 0L);
+    m.put(INTERNAL_FAMILY_KEYS, rows.internalKeys());
+    m.put(EXTERNAL_FAMILIES, rows.externalFamilies());
+    m.put(INTERNAL_FAMILIES, rows.internalFamilies());
     return m;
   }
 }

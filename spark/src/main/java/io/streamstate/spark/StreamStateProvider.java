@@ -464,9 +464,11 @@ public class StreamStateProvider implements StateStoreProvider {
 
   /**
    * The custom metric values of the commit that produced {@code newVersion}; {@code
-   * forcedSnapshot}: Spark asked it to snapshot on commit.
+   * forcedSnapshot}: Spark asked it to snapshot on commit; {@code rows}: the counts of the new
+   * version.
    */
-  Map<StateStoreCustomMetric, Object> commitMetrics(long newVersion, boolean forcedSnapshot) {
+  Map<StateStoreCustomMetric, Object> commitMetrics(
+      long newVersion, boolean forcedSnapshot, RowCounts.Totals rows) {
     StoreMetrics.Snapshot now = store.metrics().snapshot();
     long lastSnapshot = store.lastSnapshotVersion();
     Map<StateStoreCustomMetric, Object> values =
@@ -475,7 +477,8 @@ public class StreamStateProvider implements StateStoreProvider {
             now,
             newVersion - Math.max(0, lastSnapshot),
             store.uploadLag(),
-            forcedSnapshot);
+            forcedSnapshot,
+            useColumnFamilies ? rows : new RowCounts.Totals(rows.keys(), 0, 0, 0));
     metricsAtLastCommit = now;
     return values;
   }

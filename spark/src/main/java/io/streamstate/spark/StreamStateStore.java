@@ -327,6 +327,7 @@ final class StreamStateStore implements StateStore {
     if (!tx.columnFamilies().contains(colFamilyName)) {
       tx.createColumnFamily(colFamilyName);
     }
+    rowCounts.declared(colFamilyName, isInternal);
     provider.registerCodec(
         new ColumnFamilyCodec(
             colFamilyName, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey));
@@ -409,10 +410,10 @@ final class StreamStateStore implements StateStore {
   public synchronized long commit() {
     checkWritable("commit");
     long newVersion;
-    long rows;
+    RowCounts.Totals rows;
     try {
       rowCounts.flush();
-      rows = rowCounts.total();
+      rows = rowCounts.totals();
       newVersion = tx.commit();
     } catch (RuntimeException e) {
       state = State.ABORTED;
@@ -487,16 +488,16 @@ final class StreamStateStore implements StateStore {
 
   // ---------------------------------------------------------------------------------------------
 
-  private StateStoreMetrics metricsAfterCommit(long newVersion, long rows) {
+  private StateStoreMetrics metricsAfterCommit(long newVersion, RowCounts.Totals rows) {
     Map<StateStoreCustomMetric, Object> custom =
-        provider.commitMetrics(newVersion, forceSnapshotOnCommit);
+        provider.commitMetrics(newVersion, forceSnapshotOnCommit, rows);
     StateStoreId sid = id();
     Map<StateStoreInstanceMetric, Object> instance = new HashMap<>();
     instance.put(
         StreamStateMetrics.SNAPSHOT_LAST_UPLOADED.withNewId(sid.partitionId(), sid.storeName()),
         provider.lastSnapshotVersion());
     return new StateStoreMetrics(
-        rows,
+        rows.keys(),
         provider.memoryShareBytes(),
         Map$.MODULE$.from(CollectionConverters.asScala(custom)),
         Map$.MODULE$.from(CollectionConverters.asScala(instance)));

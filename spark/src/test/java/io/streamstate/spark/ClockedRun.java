@@ -104,10 +104,13 @@ final class ClockedRun {
   private record Await(String what, QueryCondition condition) {}
 
   /**
-   * What a run produced: the sink's rows, and the progress reports of the last query run (the one
-   * after the last restart).
+   * What a run produced: the sink's rows, the progress reports of the last query run (the one after
+   * the last restart), and those of all its query runs in order.
    */
-  record Result(List<String> rows, List<StreamingQueryProgress> lastRunProgress) {
+  record Result(
+      List<String> rows,
+      List<StreamingQueryProgress> lastRunProgress,
+      List<StreamingQueryProgress> allProgress) {
     /** numRowsTotal of all state operators in the last progress that has state operators. */
     long lastNumRowsTotal() {
       for (int i = lastRunProgress.size() - 1; i >= 0; i--) {
@@ -182,6 +185,7 @@ final class ClockedRun {
       MemorySink sink = new MemorySink();
       WaitAwareClock clock = new WaitAwareClock(0);
       StreamingQuery running = start(df, sink, checkpointUri, clock);
+      List<StreamingQueryProgress> allProgress = new ArrayList<>();
       try {
         awaitIdle(running, clock);
         for (Object step : steps.steps) {
@@ -192,6 +196,7 @@ final class ClockedRun {
             awaitIdle(running, clock);
           } else if (step instanceof Restart r) {
             running.stop();
+            allProgress.addAll(List.of(running.recentProgress()));
             r.betweenRuns().run();
             clock = new WaitAwareClock(clock.getTimeMillis());
             running = start(df, sink, checkpointUri, clock);
@@ -219,7 +224,8 @@ final class ClockedRun {
         rows.add(r.toString());
       }
       rows.sort(null);
-      return new Result(rows, List.of(running.recentProgress()));
+      allProgress.addAll(List.of(running.recentProgress()));
+      return new Result(rows, List.of(running.recentProgress()), allProgress);
     } finally {
       for (Map.Entry<String, String> e : previous.entrySet()) {
         if (e.getValue() == null) {
