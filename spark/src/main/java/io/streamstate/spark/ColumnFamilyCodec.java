@@ -7,6 +7,7 @@ import java.util.NoSuchElementException;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.RangeKeyScanStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.sql.types.StructType;
@@ -46,6 +47,8 @@ final class ColumnFamilyCodec {
   private final int valueFields;
   private final boolean plainKey;
   private final RocksDBKeyStateEncoder keyEncoder;
+  private final boolean rangeScan;
+  private final boolean deleteRange;
 
   ColumnFamilyCodec(
       String name, StructType valueSchema, KeyStateEncoderSpec spec, boolean multipleValues) {
@@ -59,6 +62,25 @@ final class ColumnFamilyCodec {
     // useColumnFamilies=false: Spark's encoders do not add the virtual column family id anyway
     // (RocksDB.scala does), and the engine keeps column families apart.
     this.keyEncoder = spec.toEncoder(new UnsafeRowDataEncoder(spec, valueSchema), false);
+    this.rangeScan =
+        capability(keyEncoder, "supportsRangeScan", spec instanceof RangeKeyScanStateEncoderSpec);
+    this.deleteRange = capability(keyEncoder, "supportsDeleteRange", false);
+  }
+
+  /**
+   * What a key encoder supports. Spark 4.2's encoders say it ({@code supportsRangeScan}, {@code
+   * supportsDeleteRange}); 4.1's have no such methods (this source is compiled against both), and
+   * there only range-scan specs keep their keys ordered and nothing calls {@code deleteRange}.
+   */
+  private static boolean capability(
+      RocksDBKeyStateEncoder encoder, String method, boolean withoutTheMethod) {
+    try {
+      return (Boolean) encoder.getClass().getMethod(method).invoke(encoder);
+    } catch (NoSuchMethodException e) {
+      return withoutTheMethod;
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("Cannot ask Spark's key encoder " + method, e);
+    }
   }
 
   String name() {
@@ -82,11 +104,11 @@ final class ColumnFamilyCodec {
   }
 
   boolean supportsRangeScan() {
-    return keyEncoder.supportsRangeScan();
+    return rangeScan;
   }
 
   boolean supportsDeleteRange() {
-    return keyEncoder.supportsDeleteRange();
+    return deleteRange;
   }
 
   byte[] encodeKey(UnsafeRow key) {

@@ -226,7 +226,15 @@ public class StreamStateProvider implements StateStoreProvider {
     return storeId;
   }
 
-  @Override
+  /** What Spark 4.1 calls (its {@code getStore} has no snapshot or empty-load flags). */
+  public StateStore getStore(long version, Option<String> stateStoreCkptId) {
+    return getStore(version, stateStoreCkptId, false, false);
+  }
+
+  /**
+   * What Spark 4.2 calls. No {@code @Override}: this source is also compiled against Spark 4.1,
+   * where this method is not Spark's (docs/spark-lines.md, section 1).
+   */
   public StateStore getStore(
       long version,
       Option<String> stateStoreCkptId,
@@ -256,7 +264,16 @@ public class StreamStateProvider implements StateStoreProvider {
     return open(version, true, false);
   }
 
-  @Override
+  /** What Spark 4.1 calls (without the snapshot flag). */
+  public StateStore upgradeReadStoreToWriteStore(
+      ReadStateStore readStore, long version, Option<String> uniqueId) {
+    return upgradeReadStoreToWriteStore(readStore, version, uniqueId, false);
+  }
+
+  /**
+   * What Spark 4.2 calls; no {@code @Override}, as {@link #getStore(long, Option, boolean,
+   * boolean)}.
+   */
   public StateStore upgradeReadStoreToWriteStore(
       ReadStateStore readStore,
       long version,

@@ -179,7 +179,7 @@ final class StreamStateStore implements StateStore {
     return value;
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public Iterator<UnsafeRow> multiGet(UnsafeRow[] keys, String colFamilyName) {
     checkOpen("multiGet");
     List<UnsafeRow> values = new ArrayList<>(keys.length);
@@ -189,7 +189,7 @@ final class StreamStateStore implements StateStore {
     return CollectionConverters.asScala(values.iterator());
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public boolean keyExists(UnsafeRow key, String colFamilyName) {
     checkOpen("keyExists");
     requireKey(key);
@@ -214,7 +214,7 @@ final class StreamStateStore implements StateStore {
     return pairs(tx.prefixIterator(colFamilyName, codec.encodePrefix(prefixKey)), codec, false);
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public StateStoreIterator<UnsafeRowPair> prefixScanWithMultiValues(
       UnsafeRow prefixKey, String colFamilyName) {
     checkOpen("prefixScanWithMultiValues");
@@ -223,7 +223,7 @@ final class StreamStateStore implements StateStore {
     return pairs(tx.prefixIterator(colFamilyName, codec.encodePrefix(prefixKey)), codec, true);
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public StateStoreIterator<UnsafeRowPair> rangeScan(
       Option<UnsafeRow> startKey, Option<UnsafeRow> endKey, String colFamilyName) {
     checkOpen("rangeScan");
@@ -232,7 +232,7 @@ final class StreamStateStore implements StateStore {
     return pairs(range(codec, colFamilyName, startKey, endKey), codec, false);
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public StateStoreIterator<UnsafeRowPair> rangeScanWithMultiValues(
       Option<UnsafeRow> startKey, Option<UnsafeRow> endKey, String colFamilyName) {
     checkOpen("rangeScanWithMultiValues");
@@ -248,14 +248,14 @@ final class StreamStateStore implements StateStore {
     return pairs(tx.iterator(colFamilyName), codec, false);
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public StateStoreIterator<UnsafeRowPair> iteratorWithMultiValues(String colFamilyName) {
     checkOpen("iteratorWithMultiValues");
     ColumnFamilyCodec codec = multiValued("iteratorWithMultiValues", colFamilyName);
     return pairs(tx.iterator(colFamilyName), codec, true);
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public Set<String> allColumnFamilyNames() {
     var names = new TreeSet<String>(tx.columnFamilies());
     names.removeIf(RowCounts::isInternal);
@@ -363,7 +363,7 @@ final class StreamStateStore implements StateStore {
     rowCounts.delete(colFamilyName, codec.encodeKey(key));
   }
 
-  @Override
+  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
   public void deleteRange(UnsafeRow beginKey, UnsafeRow endKey, String colFamilyName) {
     checkWritable("deleteRange");
     requireKey(beginKey);

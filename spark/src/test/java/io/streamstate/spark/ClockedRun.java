@@ -2,6 +2,8 @@ package io.streamstate.spark;
 
 import static org.awaitility.Awaitility.await;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -237,25 +239,47 @@ final class ClockedRun {
     }
   }
 
+  /**
+   * Starts the query with the manual clock through Spark's internal {@code startQuery}, by
+   * reflection: 4.2 added a parameter ({@code userSpecifiedSinkName}, second) to the 12 of 4.1, and
+   * this test source is compiled against every line.
+   */
   private StreamingQuery start(
       Dataset<Row> df, MemorySink sink, String checkpointUri, WaitAwareClock clock)
       throws Exception {
-    org.apache.spark.sql.classic.StreamingQueryManager manager =
-        (org.apache.spark.sql.classic.StreamingQueryManager) spark.streams();
-    return manager.startQuery(
-        Option.empty(),
-        Option.empty(),
-        Option.apply(checkpointUri),
-        (org.apache.spark.sql.classic.Dataset<?>) df,
-        scala.collection.immutable.Map$.MODULE$.empty(),
-        sink,
-        mode,
-        false,
-        true,
-        Trigger.ProcessingTime(TICK_MS),
-        clock,
-        Option.empty(),
-        Option.empty());
+    Object manager = spark.streams();
+    Method startQuery = null;
+    for (Method m : manager.getClass().getMethods()) {
+      if (m.getName().equals("startQuery")) {
+        startQuery = m;
+      }
+    }
+    if (startQuery == null) {
+      throw new IllegalStateException("no startQuery in " + manager.getClass());
+    }
+    List<Object> args = new ArrayList<>();
+    args.add(Option.empty()); // userSpecifiedName
+    if (startQuery.getParameterCount() == 13) {
+      args.add(Option.empty()); // userSpecifiedSinkName (4.2)
+    }
+    args.addAll(
+        List.of(
+            Option.apply(checkpointUri),
+            df,
+            scala.collection.immutable.Map$.MODULE$.empty(),
+            sink,
+            mode,
+            false,
+            true,
+            Trigger.ProcessingTime(TICK_MS),
+            clock,
+            Option.empty(),
+            Option.empty()));
+    try {
+      return (StreamingQuery) startQuery.invoke(manager, args.toArray());
+    } catch (InvocationTargetException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
   }
 
   /** Waits until the query finished the trigger of the clock's current time and waits for more. */

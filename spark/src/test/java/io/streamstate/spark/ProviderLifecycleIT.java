@@ -8,6 +8,7 @@ import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.window;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -257,6 +258,7 @@ class ProviderLifecycleIT {
 
   @Test
   void transformWithStateIsRefusedBySparkForEveryProviderButItsRocksDb() {
+    assumeTrue(TestSessions.sparkAtLeast(4, 2), "Spark refuses other providers from 4.2 on");
     ClockedRun run =
         new ClockedRun(
             spark,

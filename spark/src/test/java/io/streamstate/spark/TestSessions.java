@@ -17,6 +17,17 @@ final class TestSessions {
   private TestSessions() {}
 
   /**
+   * Whether the running Spark is at least {@code major.minor}: these test sources run on every line
+   * (join state format 4, for one, exists from 4.2 on).
+   */
+  static boolean sparkAtLeast(int major, int minor) {
+    String[] parts = org.apache.spark.package$.MODULE$.SPARK_VERSION().split("[.-]");
+    int runningMajor = Integer.parseInt(parts[0]);
+    int runningMinor = Integer.parseInt(parts[1]);
+    return runningMajor > major || (runningMajor == major && runningMinor >= minor);
+  }
+
+  /**
    * A fresh work directory for one test class, under {@code target/}. Not a JUnit {@code @TempDir}:
    * Spark's maintenance thread may still write snapshot files after {@code spark.stop()}, which
    * makes JUnit's cleanup fail the class; {@code mvn clean} removes these.
