@@ -9,6 +9,8 @@ import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.spark.shared.Hedgers;
+import io.streamstate.spark.shared.SparkLine;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

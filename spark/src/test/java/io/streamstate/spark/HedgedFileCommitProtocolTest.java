@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.hedge.HedgeMetrics;
+import io.streamstate.spark.shared.SinkSpillFileSystem;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;

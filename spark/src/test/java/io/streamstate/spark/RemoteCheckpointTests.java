@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
+import io.streamstate.spark.shared.HedgeCounters;
 import java.nio.file.Path;
 import java.sql.Timestamp;
 import java.time.Duration;

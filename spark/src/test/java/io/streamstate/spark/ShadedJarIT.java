@@ -43,7 +43,12 @@ class ShadedJarIT {
         .contains(
             "io/streamstate/spark/StreamStateProvider.class",
             "io/streamstate/core/engine/VersionedStore.class",
-            "io/streamstate/core/storage/LocalStorage.class");
+            "io/streamstate/core/storage/LocalStorage.class",
+            // spark-shared, and the line this adapter records for its version check
+            "io/streamstate/spark/shared/SparkLine.class",
+            "io/streamstate/spark/shared/StreamStateSettings.class",
+            "io/streamstate/spark/shared/checkpoint/LogJournal.class",
+            "io/streamstate/spark/spark-line.properties");
     // No rocksdbjni (Spark bundles the same 9.8.4; relocating it would break its JNI symbols), no
     // slf4j, Spark, Scala or Hadoop, and nothing else unrelocated.
     assertThat(names)

@@ -2,6 +2,7 @@ package io.streamstate.spark;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.spark.shared.SparkLine;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -31,7 +32,7 @@ class SparkLineMismatchIT {
         .contains(
             "PROBE provider -> java.lang.IllegalStateException: streamstate: this jar"
                 + " (streamstate-spark-runtime-4.2_2.13) was built for Spark "
-                + SparkLine.BUILT_FOR
+                + SparkLine.builtFor()
                 + " (line 4.2), but the running Spark is 3.5.9 (line 3.5). Use"
                 + " io.streamstate:streamstate-spark-runtime-3.5_2.12 instead.");
     // The manager implements Spark 4.1+'s CheckpointFileManager, whose package 3.5 does not

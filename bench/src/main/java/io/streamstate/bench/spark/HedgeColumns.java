@@ -1,7 +1,7 @@
 package io.streamstate.bench.spark;
 
 import io.streamstate.core.hedge.HedgeMetrics;
-import io.streamstate.spark.HedgeCounters;
+import io.streamstate.spark.shared.HedgeCounters;
 import java.util.Map;
 
 /**

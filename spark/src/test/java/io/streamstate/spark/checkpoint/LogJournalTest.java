@@ -10,6 +10,8 @@ import static org.awaitility.Awaitility.await;
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.spark.StreamStateConf;
+import io.streamstate.spark.shared.checkpoint.LogJournal;
+import io.streamstate.spark.shared.checkpoint.LogJournals;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;

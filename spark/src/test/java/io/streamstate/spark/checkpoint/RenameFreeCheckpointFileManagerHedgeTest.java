@@ -9,6 +9,7 @@ import io.streamstate.core.format.HedgeCopyFile;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
 import io.streamstate.spark.StreamStateConf;
+import io.streamstate.spark.shared.checkpoint.HedgedLogWrites;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InterruptedIOException;

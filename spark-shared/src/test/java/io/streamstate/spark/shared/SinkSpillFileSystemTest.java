@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.shared;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

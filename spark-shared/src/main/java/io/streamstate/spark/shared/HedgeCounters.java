@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.shared;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.hedge.HedgeMetrics;
@@ -6,8 +6,8 @@ import io.streamstate.core.hedge.HedgeMetrics;
 /**
  * This process's hedging counters ({@link Hedgers} of {@link ProcessResources#shared()}), summed
  * over its hedged writers of each kind: the state stores' commits, Spark's log entries (offsets,
- * commits, sink and source logs, through {@link RenameFreeCheckpointFileManager}), and the file
- * sink's outputs ({@link HedgedFileCommitProtocol}). Cumulative since the process (or a test's
+ * commits, sink and source logs, through {@code RenameFreeCheckpointFileManager}), and the file
+ * sink's outputs ({@code HedgedFileCommitProtocol}). Cumulative since the process (or a test's
  * restart of it) started; {@link HedgeMetrics.Snapshot#since} gives a delta. For tools and
  * benchmarks (Spark's own metrics carry the stores' per operator).
  */

@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.shared;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -10,32 +10,51 @@ import java.util.Properties;
  * constructor of every class Spark instantiates by name (the provider, the checkpoint file manager,
  * the commit protocol). A jar of another line fails later with a linkage error deep inside a task;
  * this fails at once with one message naming both versions and the artifact to use instead.
+ *
+ * <p>Shared by every line's adapter: the line itself is the adapter's. Each adapter module writes
+ * {@value #RESOURCE} at build time (resource filtering of {@code spark.version} and {@code
+ * scala.binary.version}), and its runtime jar bundles this class with it. The resource is read on
+ * first use, not when the class loads, so this module's tests run without an adapter.
  */
 public final class SparkLine {
-  private static final String RESOURCE = "spark-line.properties";
-
-  /** The Spark version the build compiled against, e.g. {@code 4.2.0}. */
-  public static final String BUILT_FOR;
-
-  /** The Scala binary version the build compiled against, e.g. {@code 2.13}. */
-  public static final String BUILT_FOR_SCALA;
-
-  static {
-    Properties p = new Properties();
-    try (InputStream in = SparkLine.class.getResourceAsStream(RESOURCE)) {
-      if (in == null) {
-        throw new IllegalStateException(
-            "streamstate: " + RESOURCE + " is missing from the jar; the jar is damaged");
-      }
-      p.load(in);
-    } catch (IOException e) {
-      throw new UncheckedIOException("streamstate: cannot read " + RESOURCE, e);
-    }
-    BUILT_FOR = p.getProperty("spark.version");
-    BUILT_FOR_SCALA = p.getProperty("scala.binary.version");
-  }
+  /**
+   * The classpath resource (absolute) in which the adapter module records the Spark and Scala
+   * binary versions it compiles against.
+   */
+  public static final String RESOURCE = "/io/streamstate/spark/spark-line.properties";
 
   private SparkLine() {}
+
+  /** The Spark version the adapter was compiled against, e.g. {@code 4.2.0}. */
+  public static String builtFor() {
+    return BuiltLine.SPARK;
+  }
+
+  /** The Scala binary version the adapter was compiled against, e.g. {@code 2.13}. */
+  public static String builtForScala() {
+    return BuiltLine.SCALA;
+  }
+
+  /** The adapter's {@value #RESOURCE}, read once. */
+  private static final class BuiltLine {
+    static final String SPARK;
+    static final String SCALA;
+
+    static {
+      Properties p = new Properties();
+      try (InputStream in = SparkLine.class.getResourceAsStream(RESOURCE)) {
+        if (in == null) {
+          throw new IllegalStateException(
+              "streamstate: " + RESOURCE + " is missing from the jar; the jar is damaged");
+        }
+        p.load(in);
+      } catch (IOException e) {
+        throw new UncheckedIOException("streamstate: cannot read " + RESOURCE, e);
+      }
+      SPARK = p.getProperty("spark.version");
+      SCALA = p.getProperty("scala.binary.version");
+    }
+  }
 
   /**
    * Fails if the running Spark is of another line than the one this jar was built for.
@@ -51,21 +70,24 @@ public final class SparkLine {
 
   /** The running Spark's verdict, computed once (on first use: a JVM runs one Spark). */
   private static final class RunningLine {
-    static final String PROBLEM = mismatch(runningSparkVersion(), runningScalaVersion(), BUILT_FOR);
+    static final String PROBLEM =
+        mismatch(runningSparkVersion(), runningScalaVersion(), builtFor(), builtForScala());
   }
 
   /**
-   * Why a jar built for {@code builtFor} cannot run on Spark {@code running} with Scala {@code
-   * runningScala}, or null if it can (same major.minor line).
+   * Why a jar built for Spark {@code builtFor} with Scala {@code builtForScala} (binary version)
+   * cannot run on Spark {@code running} with Scala {@code runningScala}, or null if it can (same
+   * major.minor line).
    */
-  static String mismatch(String running, String runningScala, String builtFor) {
+  static String mismatch(
+      String running, String runningScala, String builtFor, String builtForScala) {
     String runningLine = line(running);
     String builtLine = line(builtFor);
     if (runningLine.equals(builtLine)) {
       return null;
     }
     return "streamstate: this jar ("
-        + artifact(builtLine, BUILT_FOR_SCALA)
+        + artifact(builtLine, builtForScala)
         + ") was built for Spark "
         + builtFor
         + " (line "

@@ -1,4 +1,4 @@
-package io.streamstate.spark.checkpoint;
+package io.streamstate.spark.shared.checkpoint;
 
 import io.streamstate.core.ProcessResources;
 import java.util.Set;
@@ -9,8 +9,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * What the checkpoint file managers of one process share besides hedgers and log journals, a
  * component of its {@link ProcessResources}: stores already warned about single-writer mode, and
  * counters for tests and tools.
+ *
+ * <p>Public for the adapters' checkpoint file manager ({@code io.streamstate.spark.checkpoint});
+ * not an API.
  */
-final class CheckpointProcessState {
+public final class CheckpointProcessState {
   private final Set<String> warnedSingleWriter = ConcurrentHashMap.newKeySet();
   private final AtomicLong existsAnsweredLocally = new AtomicLong();
   private final AtomicLong primaryFailuresAfterHedge = new AtomicLong();
@@ -18,17 +21,17 @@ final class CheckpointProcessState {
   private CheckpointProcessState() {}
 
   /** The state of {@code resources}. */
-  static CheckpointProcessState of(ProcessResources resources) {
+  public static CheckpointProcessState of(ProcessResources resources) {
     return resources.component(CheckpointProcessState.class, CheckpointProcessState::new);
   }
 
   /** Whether to warn that the store {@code fsUri} is single-writer: true once per store. */
-  boolean firstWarningOfSingleWriter(String fsUri) {
+  public boolean firstWarningOfSingleWriter(String fsUri) {
     return warnedSingleWriter.add(fsUri);
   }
 
   /** Times {@code exists} answered "absent" without a request. */
-  AtomicLong existsAnsweredLocally() {
+  public AtomicLong existsAnsweredLocally() {
     return existsAnsweredLocally;
   }
 

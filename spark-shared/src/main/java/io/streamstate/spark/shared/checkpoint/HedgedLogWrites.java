@@ -1,4 +1,4 @@
-package io.streamstate.spark.checkpoint;
+package io.streamstate.spark.shared.checkpoint;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.CorruptFileException;
@@ -17,8 +17,8 @@ import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.SupportsLateWriteReports;
 import io.streamstate.hadoop.DataNodePlacement;
 import io.streamstate.hadoop.HadoopStorage;
-import io.streamstate.spark.Hedgers;
-import io.streamstate.spark.StreamStateConf;
+import io.streamstate.spark.shared.Hedgers;
+import io.streamstate.spark.shared.StreamStateSettings;
 import java.io.ByteArrayInputStream;
 import java.io.EOFException;
 import java.io.FileNotFoundException;
@@ -40,10 +40,11 @@ import org.slf4j.LoggerFactory;
 /**
  * Hedged writes of the entries of Spark's metadata logs written on a batch's path (the offset and
  * commit logs {@code offsets/N}, {@code commits/N}, a file source's {@code sources/<i>/N}, a file
- * sink's {@code _spark_metadata/N}; {@code N.compact} too) for {@link
- * RenameFreeCheckpointFileManager} on stores whose create-if-absent takes the name at {@code
- * create()} (HDFS, {@link io.streamstate.hadoop.CreateIfAbsent.Method#EXCLUSIVE_CREATE}). See
- * {@code docs/protocol.md}, "Hedged Spark log writes".
+ * sink's {@code _spark_metadata/N}; {@code N.compact} too) for {@code
+ * io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager} on stores whose create-if-absent
+ * takes the name at {@code create()} (HDFS, {@link
+ * io.streamstate.hadoop.CreateIfAbsent.Method#EXCLUSIVE_CREATE}). See {@code docs/protocol.md},
+ * "Hedged Spark log writes".
  *
  * <p>The manager has already created {@code N} through its directory's storage ({@code openNew(N,
  * overwrite=false)}) in {@code createAtomic}: the name is this writer's, exactly as without
@@ -72,12 +73,15 @@ import org.slf4j.LoggerFactory;
  * from the state stores' (log writes have their own latencies), with the policy of our {@code
  * hedge.*} keys if Spark copied them into the Hadoop configuration (it copies every SQL conf), else
  * {@link HedgePolicy#defaults()}.
+ *
+ * <p>Public for the adapters' checkpoint file manager ({@code io.streamstate.spark.checkpoint});
+ * not an API.
  */
-final class HedgedLogWrites {
+public final class HedgedLogWrites {
   private static final Logger LOG = LoggerFactory.getLogger(HedgedLogWrites.class);
 
   /** Entries larger than this are not buffered, and written directly as without hedging. */
-  static final int MAX_HEDGED_BYTES = 1 << 20;
+  public static final int MAX_HEDGED_BYTES = 1 << 20;
 
   private final FileSystem fs;
   private final HedgedWriter writer;
@@ -85,7 +89,11 @@ final class HedgedLogWrites {
   /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
   private final AtomicLong primaryFailuresAfterHedge;
 
-  HedgedLogWrites(FileSystem fs, Configuration conf, ProcessResources resources) {
+  /**
+   * The hedged log writes of a manager on {@code fs}, with the hedge policy of {@code conf}, whose
+   * writer is shared by the managers of {@code resources} with that policy.
+   */
+  public HedgedLogWrites(FileSystem fs, Configuration conf, ProcessResources resources) {
     this.fs = fs;
     this.writer = writerOf(resources, conf);
     this.primaryFailuresAfterHedge =
@@ -94,11 +102,12 @@ final class HedgedLogWrites {
 
   /** The process's writer of log entries for the policy of {@code conf}. */
   private static HedgedWriter writerOf(ProcessResources resources, Configuration conf) {
-    return Hedgers.of(resources).writer(Hedgers.Kind.SPARK_LOGS, StreamStateConf.hedgePolicy(conf));
+    return Hedgers.of(resources)
+        .writer(Hedgers.Kind.SPARK_LOGS, StreamStateSettings.hedgePolicy(conf));
   }
 
   /** The counters of the writer that managers with {@code conf} use; for tests and tools. */
-  static HedgeMetrics.Snapshot metrics(ProcessResources resources, Configuration conf) {
+  public static HedgeMetrics.Snapshot metrics(ProcessResources resources, Configuration conf) {
     return writerOf(resources, conf).policy().metrics().snapshot();
   }
 
@@ -108,25 +117,27 @@ final class HedgedLogWrites {
   }
 
   /** Primary writes that failed after their hedge won, in the process of {@code resources}. */
-  static long primaryFailuresAfterHedge(ProcessResources resources) {
+  public static long primaryFailuresAfterHedge(ProcessResources resources) {
     return CheckpointProcessState.of(resources).primaryFailuresAfterHedge().get();
   }
 
-  boolean enabled() {
+  /** Whether the policy hedges at all ({@code hedge.enabled}). */
+  public boolean enabled() {
     return writer.policy().isEnabled();
   }
 
   /** The hedged writer of log writes, which log journals share. */
-  HedgedWriter writer() {
+  public HedgedWriter writer() {
     return writer;
   }
 
-  static Path hedgePath(Path entry) {
+  /** The hedge copy of {@code entry}: {@code .N.hedge} beside it. */
+  public static Path hedgePath(Path entry) {
     return new Path(entry.getParent(), HedgeCopyFile.nameOf(entry.getName()));
   }
 
   /** Whether {@code name} is a hedge copy's name ({@code .<digits>[.compact].hedge}). */
-  static boolean isHedgeName(String name) {
+  public static boolean isHedgeName(String name) {
     String suffix = HedgeCopyFile.NAME_SUFFIX;
     return name.startsWith(".")
         && name.endsWith(suffix)
@@ -138,7 +149,7 @@ final class HedgedLogWrites {
    * Whether {@code name} is a metadata log entry's name: a batch id ({@code N}), or a compacted
    * batch of a file source's or sink's log ({@code N.compact}).
    */
-  static boolean isEntryName(String name) {
+  public static boolean isEntryName(String name) {
     String id =
         name.endsWith(COMPACT_SUFFIX)
             ? name.substring(0, name.length() - COMPACT_SUFFIX.length())
@@ -152,7 +163,7 @@ final class HedgedLogWrites {
    * The payload of {@code entry}'s hedge copy if there is one and it verifies, else null (absent,
    * torn, unreadable, or deleted while read: the caller reads {@code entry} itself).
    */
-  byte[] readHedge(Path entry) {
+  public byte[] readHedge(Path entry) {
     Path hedge = hedgePath(entry);
     byte[] bytes;
     try (FSDataInputStream in = fs.open(hedge)) {
@@ -172,7 +183,7 @@ final class HedgedLogWrites {
   }
 
   /** A stream over a payload read from a hedge copy, as {@code open} returns. */
-  static FSDataInputStream streamOf(byte[] payload) {
+  public static FSDataInputStream streamOf(byte[] payload) {
     return new FSDataInputStream(new SeekableBytes(payload));
   }
 
@@ -185,7 +196,7 @@ final class HedgedLogWrites {
    *     caller was interrupted ({@link InterruptedIOException}; the writes already started
    *     continue, nothing is removed)
    */
-  void publish(HadoopStorage dir, Path entry, PendingFile primary, byte[] bytes)
+  public void publish(HadoopStorage dir, Path entry, PendingFile primary, byte[] bytes)
       throws IOException {
     Race race = new Race(dir, entry, primary, bytes);
     HedgedPublish result;

@@ -1,4 +1,4 @@
-package io.streamstate.spark.checkpoint;
+package io.streamstate.spark.shared.checkpoint;
 
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.RetryableException;

@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.shared;
 
 import java.io.BufferedOutputStream;
 import java.io.FileNotFoundException;
@@ -24,9 +24,9 @@ import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.util.Progressable;
 
 /**
- * The local spill files of {@link HedgedFileCommitProtocol}, as the Hadoop {@link FileSystem} that
- * Spark's output writers write them through: {@code streamstate-spill:/abs/path} is the local file
- * {@code /abs/path}, written with {@code java.nio}.
+ * The local spill files of {@code io.streamstate.spark.HedgedFileCommitProtocol}, as the Hadoop
+ * {@link FileSystem} that Spark's output writers write them through: {@code
+ * streamstate-spill:/abs/path} is the local file {@code /abs/path}, written with {@code java.nio}.
  *
  * <p>Why not Hadoop's {@code file:}: its {@code LocalFileSystem} writes a {@code .crc} file next to
  * every file, and without Hadoop's native library forks a {@code chmod} process per file created. A
@@ -63,18 +63,18 @@ public final class SinkSpillFileSystem extends FileSystem {
    * configuration, which Spark hands to the output writer), and through Hadoop's file system cache
    * for the calling thread's user whatever the configuration.
    */
-  static void register(Configuration conf) throws IOException {
+  public static void register(Configuration conf) throws IOException {
     conf.set("fs." + SCHEME + ".impl", SinkSpillFileSystem.class.getName());
     FileSystem.get(ROOT, conf);
   }
 
   /** The spill path of the local file {@code local}. */
-  static Path pathOf(java.nio.file.Path local) {
+  public static Path pathOf(java.nio.file.Path local) {
     return new Path(SCHEME, null, local.toAbsolutePath().toString());
   }
 
   /** The local file behind a spill path. */
-  static java.nio.file.Path localOf(Path path) {
+  public static java.nio.file.Path localOf(Path path) {
     URI uri = path.toUri();
     if (uri.getScheme() != null && !SCHEME.equalsIgnoreCase(uri.getScheme())) {
       throw new IllegalArgumentException("Not a " + SCHEME + " path: " + path);

@@ -1,4 +1,4 @@
-package io.streamstate.spark.checkpoint;
+package io.streamstate.spark.shared.checkpoint;
 
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.format.LogJournalFile;

@@ -1,4 +1,4 @@
-package io.streamstate.spark.checkpoint;
+package io.streamstate.spark.shared.checkpoint;
 
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.FileAlreadyExistsException;
@@ -13,7 +13,7 @@ import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storages;
 import io.streamstate.hadoop.HadoopStorage;
-import io.streamstate.spark.StreamStateConf;
+import io.streamstate.spark.shared.StreamStateSettings;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -52,8 +52,11 @@ import org.slf4j.LoggerFactory;
  * the take-over and what the records mean.
  *
  * <p>One instance per log directory per process ({@link LogJournals#journal}); thread-safe.
+ *
+ * <p>Public for the adapters' checkpoint file manager ({@code io.streamstate.spark.checkpoint});
+ * not an API.
  */
-final class LogJournal {
+public final class LogJournal {
   private static final Logger LOG = LoggerFactory.getLogger(LogJournal.class);
 
   private final HadoopStorage storage;
@@ -61,7 +64,7 @@ final class LogJournal {
 
   /**
    * The journal rolls to the next epoch after this many records (entries and deletes), or twice its
-   * live entries if more ({@link StreamStateConf#LOG_JOURNAL_ROLL_RECORDS}).
+   * live entries if more ({@link StreamStateSettings#LOG_JOURNAL_ROLL_RECORDS}).
    */
   private final int rollRecords;
 
@@ -116,7 +119,7 @@ final class LogJournal {
   }
 
   /** Whether the directory holds journals (one listing). */
-  boolean hasJournals() {
+  public boolean hasJournals() {
     return reader.hasJournals();
   }
 
@@ -128,7 +131,7 @@ final class LogJournal {
    * writer knows, or, before it writes, what a replay finds. A plain file a fenced writer left
    * after the take-over is not among them.
    */
-  synchronized NavigableMap<Long, Long> liveEntries() {
+  public synchronized NavigableMap<Long, Long> liveEntries() {
     NavigableMap<Long, Long> lengths = new TreeMap<>();
     if (current != null) {
       entries.forEach((id, bytes) -> lengths.put(id, (long) bytes.length));
@@ -146,12 +149,12 @@ final class LogJournal {
   }
 
   /** The entry {@code batchId} if a journal holds it (null: read its plain file, if any). */
-  synchronized byte[] get(long batchId) {
+  public synchronized byte[] get(long batchId) {
     return current != null ? entries.get(batchId) : reader.replay().entries().get(batchId);
   }
 
   /** Whether entry {@code batchId} exists, in a journal or as a plain file. */
-  synchronized boolean exists(long batchId) {
+  public synchronized boolean exists(long batchId) {
     if (current != null) {
       return entries.containsKey(batchId) || plainEntries.contains(batchId);
     }
@@ -168,7 +171,7 @@ final class LogJournal {
    * @throws FileAlreadyExistsException the entry exists (in a journal or as a plain file)
    * @throws StreamStateException the append failed, or another writer took the log over
    */
-  void put(long batchId, byte[] bytes) {
+  public void put(long batchId, byte[] bytes) {
     synchronized (this) {
       HedgedWriter hedging = hedger;
       boolean hedged = hedging != null && hedging.policy().isEnabled();
@@ -343,7 +346,7 @@ final class LogJournal {
    * (Spark's {@code purgeAfter}) is durable when this returns. A plain file of the entry is deleted
    * too.
    */
-  void delete(long batchId) {
+  public void delete(long batchId) {
     boolean deletePlain;
     synchronized (this) {
       takeOver();
@@ -397,7 +400,7 @@ final class LogJournal {
    *
    * @return the entries written out
    */
-  synchronized int writeOut() {
+  public synchronized int writeOut() {
     takeOver();
     int written = 0;
     for (Map.Entry<Long, byte[]> e : entries.entrySet()) {

@@ -1,4 +1,4 @@
-package io.streamstate.spark.checkpoint;
+package io.streamstate.spark.shared.checkpoint;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.hedge.HedgedWriter;
@@ -18,8 +18,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>{@link #close()} is what the death of the process does to its journals: each writer's journal
  * is closed (on local disk that drops its lock) and the writer forgets the log, so that a manager
  * of the new process takes the log over as a restarted driver would.
+ *
+ * <p>Public for the adapters' checkpoint file manager ({@code io.streamstate.spark.checkpoint});
+ * not an API.
  */
-final class LogJournals implements AutoCloseable {
+public final class LogJournals implements AutoCloseable {
   private final Map<String, LogJournal> byDir = new ConcurrentHashMap<>();
   private final AtomicLong appends = new AtomicLong();
   private final ExecutorService background;
@@ -35,7 +38,7 @@ final class LogJournals implements AutoCloseable {
   }
 
   /** The log journals of {@code resources}. */
-  static LogJournals of(ProcessResources resources) {
+  public static LogJournals of(ProcessResources resources) {
     return resources.component(
         LogJournals.class, () -> new LogJournals(resources.cachedPool("log-journal")));
   }
@@ -47,7 +50,7 @@ final class LogJournals implements AutoCloseable {
    *     is kept
    * @param rollRecords the journal rolls after this many records (the first caller's holds)
    */
-  LogJournal journal(HadoopStorage storage, HedgedWriter hedger, int rollRecords) {
+  public LogJournal journal(HadoopStorage storage, HedgedWriter hedger, int rollRecords) {
     LogJournal journal =
         byDir.computeIfAbsent(
             storage.describe(),
@@ -57,22 +60,22 @@ final class LogJournals implements AutoCloseable {
   }
 
   /** Appends to log journals in this process (tests, metrics). */
-  long appends() {
+  public long appends() {
     return appends.get();
   }
 
   /** Notes that the log directory {@code dir} holds no journal. */
-  void noteNoJournal(String dir) {
+  public void noteNoJournal(String dir) {
     noJournals.add(dir);
   }
 
   /** Whether the log directory {@code dir} is known to hold no journal. */
-  boolean knownWithoutJournal(String dir) {
+  public boolean knownWithoutJournal(String dir) {
     return noJournals.contains(dir);
   }
 
   /** Whether to warn that the store {@code fsUri} cannot journal: true once per store. */
-  boolean firstWarningOfNoJournal(String fsUri) {
+  public boolean firstWarningOfNoJournal(String fsUri) {
     return warnedNoJournal.add(fsUri);
   }
 

@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.shared;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.hedge.HedgeMetrics;
@@ -15,7 +15,8 @@ import java.util.Map;
  * each make the others' deadlines wrong. Within a kind, one writer per policy (its text names every
  * setting: writers of equal settings are one writer) and, for sink outputs, per size class of file.
  *
- * <p>Internal: public only for {@code io.streamstate.spark.checkpoint}.
+ * <p>Internal: public for the adapters' provider (its state commits) and for {@code
+ * io.streamstate.spark.shared.checkpoint}.
  */
 public final class Hedgers {
   /** What a hedged writer publishes. */
@@ -24,7 +25,9 @@ public final class Hedgers {
     STATE_COMMITS,
     /** Spark's log entries, through the checkpoint file manager. */
     SPARK_LOGS,
-    /** The file sink's output files, through {@link HedgedFileCommitProtocol}. */
+    /**
+     * The file sink's output files, through {@code io.streamstate.spark.HedgedFileCommitProtocol}.
+     */
     SINK_OUTPUTS
   }
 

@@ -1,4 +1,4 @@
-package io.streamstate.spark;
+package io.streamstate.spark.shared;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.UnsupportedException;
@@ -19,10 +19,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the file-sink tasks of one executor process share ({@link HedgedFileCommitProtocol}): the
- * hedged writers of sink files and the storage of each sink directory (the spill files are under
- * {@link LocalDirs#sinkSpillRoot()}). Spark instantiates the commit protocol by reflection, once
- * per batch and task, so these live here, a component of the process's {@link ProcessResources}.
+ * What the file-sink tasks of one executor process share ({@code
+ * io.streamstate.spark.HedgedFileCommitProtocol}): the hedged writers of sink files and the storage
+ * of each sink directory (the spill files are under the adapter's {@code
+ * LocalDirs.sinkSpillRoot()}). Spark instantiates the commit protocol by reflection, once per batch
+ * and task, so these live here, a component of the process's {@link ProcessResources}.
  *
  * <p><b>Hedgers.</b> Apart from the state stores' and the log writes' (their latencies would mix
  * changelogs of kilobytes with output files of up to hundreds of megabytes, and either deadline
@@ -31,10 +32,12 @@ import org.slf4j.LoggerFactory;
  * of about its size. Each class keeps its own budget, so over time at most about {@code
  * hedge.budgetFraction} of each class's writes are hedged. The policy comes from our {@code
  * hedge.*} keys as Spark copies them into the task's Hadoop configuration ({@link
- * StreamStateConf#hedgePolicy(Configuration)}); the writers are the process's {@link Hedgers} of
- * kind {@link Hedgers.Kind#SINK_OUTPUTS}.
+ * StreamStateSettings#hedgePolicy(Configuration)}); the writers are the process's {@link Hedgers}
+ * of kind {@link Hedgers.Kind#SINK_OUTPUTS}.
+ *
+ * <p>Public for the adapters' commit protocol; not an API.
  */
-final class HedgedSinkWrites {
+public final class HedgedSinkWrites {
   private static final Logger LOG = LoggerFactory.getLogger(HedgedSinkWrites.class);
 
   /** Upper size bounds of the size classes but the last (which has none). */
@@ -50,7 +53,7 @@ final class HedgedSinkWrites {
   }
 
   /** The sink writes of {@code resources}. */
-  static HedgedSinkWrites of(ProcessResources resources) {
+  public static HedgedSinkWrites of(ProcessResources resources) {
     return resources.component(
         HedgedSinkWrites.class, () -> new HedgedSinkWrites(Hedgers.of(resources)));
   }
@@ -59,25 +62,26 @@ final class HedgedSinkWrites {
    * Where a sink's files go: the storage of its directory, the qualified directory (for the paths
    * listed in {@code _spark_metadata}), and the replication and block size its files get.
    */
-  record SinkLocation(Storage storage, Path root, short replication, long blockSize) {
+  public record SinkLocation(Storage storage, Path root, short replication, long blockSize) {
     /** The qualified path of the file {@code name} (relative, {@code /}-separated). */
-    Path pathOf(String name) {
+    public Path pathOf(String name) {
       return new Path(root, name);
     }
   }
 
   /** The hedged writer for a file of {@code length} bytes, with the policy of {@code conf}. */
-  HedgedWriter writer(Configuration conf, long length) {
+  public HedgedWriter writer(Configuration conf, long length) {
     int sizeClass = 0;
     while (sizeClass < SIZE_CLASS_LIMITS.length && length > SIZE_CLASS_LIMITS[sizeClass]) {
       sizeClass++;
     }
-    HedgePolicy policy = StreamStateConf.hedgePolicy(conf); // a new instance: each class its own
+    HedgePolicy policy =
+        StreamStateSettings.hedgePolicy(conf); // a new instance: each class its own
     return hedgers.writer(Hedgers.Kind.SINK_OUTPUTS, policy, sizeClass);
   }
 
   /** The counters of every sink-file hedger of this process, summed. */
-  HedgeMetrics.Snapshot totals() {
+  public HedgeMetrics.Snapshot totals() {
     return hedgers.totals(Hedgers.Kind.SINK_OUTPUTS);
   }
 
@@ -87,7 +91,7 @@ final class HedgedSinkWrites {
    * in single-writer mode: sink file names are attempt-unique (UUIDs), so no two writers ever race
    * for one.
    */
-  SinkLocation location(String outputPath, Configuration conf) {
+  public SinkLocation location(String outputPath, Configuration conf) {
     return locations.computeIfAbsent(outputPath, p -> open(p, conf));
   }
 

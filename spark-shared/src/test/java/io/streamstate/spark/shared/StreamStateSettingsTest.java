@@ -1,0 +1,104 @@
+package io.streamstate.spark.shared;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.format.Changelog;
+import io.streamstate.core.hedge.HedgePolicy;
+import java.time.Duration;
+import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Our keys parsed from a plain map and Spark's two ints, as every Spark line's adapter calls it.
+ */
+class StreamStateSettingsTest {
+  @Test
+  void absentKeysGiveTheDocumentedDefaultsAndSparksInts() {
+    StreamStateSettings s = StreamStateSettings.parse(Map.of(), 100, 10);
+
+    StoreOptions options = s.storeOptions();
+    assertThat(options.minVersionsToRetain()).isEqualTo(100);
+    assertThat(options.snapshotInterval()).isEqualTo(10);
+    assertThat(options.tornFileGraceMillis())
+        .isEqualTo(StreamStateSettings.DEFAULT_TORN_FILE_GRACE_MS);
+    assertThat(options.isAsync()).isFalse();
+    assertThat(options.changelogCodec()).isEqualTo(Changelog.Codec.DEFLATE);
+    assertThat(s.memoryCapBytes()).isEqualTo(StreamStateSettings.DEFAULT_MEMORY_CAP_BYTES);
+    assertThat(s.lockTimeoutMs()).isEqualTo(StreamStateSettings.DEFAULT_LOCK_TIMEOUT_MS);
+    assertThat(s.localDir()).isEmpty();
+    assertThat(s.groupCommitEnabled()).isTrue();
+    assertThat(s.groupCommitMaxWaitMs()).isEqualTo(250);
+    assertThat(s.groupCommitWaveMs()).isEqualTo(250);
+    assertThat(s.journal()).isNotNull();
+    assertThat(s.hedgePolicy().isEnabled()).isTrue();
+  }
+
+  @Test
+  void keysOverrideTheDefaults() {
+    StreamStateSettings s =
+        StreamStateSettings.parse(
+            Map.of(
+                StreamStateSettings.SNAPSHOT_INTERVAL, "5",
+                StreamStateSettings.DURABILITY, " ASYNC ",
+                StreamStateSettings.ASYNC_MAX_LAG_VERSIONS, "3",
+                StreamStateSettings.MEMORY_CAP_BYTES, "1_073_741_824",
+                StreamStateSettings.LOCAL_DIR, "/data/ss",
+                StreamStateSettings.GROUP_COMMIT_JOURNAL, "false",
+                StreamStateSettings.HEDGE_ENABLED, "false"),
+            7,
+            10);
+
+    assertThat(s.storeOptions().snapshotInterval()).isEqualTo(5);
+    assertThat(s.storeOptions().minVersionsToRetain()).isEqualTo(7);
+    assertThat(s.storeOptions().asyncMaxLagVersions()).isEqualTo(3);
+    assertThat(s.groupCommitEnabled()).as("async commits are never grouped").isFalse();
+    assertThat(s.memoryCapBytes()).isEqualTo(1L << 30);
+    assertThat(s.localDir()).contains("/data/ss");
+    assertThat(s.journal()).isNull();
+    assertThat(s.hedgePolicy().isEnabled()).isFalse();
+  }
+
+  @Test
+  void anInvalidValueIsRefusedNamingItsKey() {
+    assertThatThrownBy(
+            () ->
+                StreamStateSettings.parse(Map.of(StreamStateSettings.DURABILITY, "eventual"), 1, 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(StreamStateSettings.DURABILITY)
+        .hasMessageContaining("'eventual'");
+    assertThatThrownBy(
+            () ->
+                StreamStateSettings.parse(Map.of(StreamStateSettings.LOCK_TIMEOUT_MS, "2s"), 1, 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(StreamStateSettings.LOCK_TIMEOUT_MS)
+        .hasMessageContaining("expected a whole number");
+    assertThatThrownBy(
+            () ->
+                StreamStateSettings.parse(Map.of(StreamStateSettings.HEDGE_PERCENTILE, "2"), 1, 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("hedge");
+  }
+
+  @Test
+  void hedgeKeysAndTheLogJournalRollAreReadFromAHadoopConfiguration() {
+    Configuration conf = new Configuration(false);
+    conf.set(StreamStateSettings.HEDGE_FLOOR_MS, "7");
+    conf.set(StreamStateSettings.HEDGE_INITIAL_DEADLINE_MS, "70");
+    conf.set("spark.sql.streaming.stateStore.other", "ignored");
+
+    HedgePolicy policy = StreamStateSettings.hedgePolicy(conf);
+    assertThat(policy.isEnabled()).isTrue();
+    assertThat(policy.toString())
+        .contains("floor=" + Duration.ofMillis(7))
+        .contains("initialDeadline=" + Duration.ofMillis(70));
+    assertThat(StreamStateSettings.logJournalRollRecords(conf))
+        .isEqualTo(StreamStateSettings.DEFAULT_LOG_JOURNAL_ROLL_RECORDS);
+    conf.setInt(StreamStateSettings.LOG_JOURNAL_ROLL_RECORDS, 0);
+    assertThatThrownBy(() -> StreamStateSettings.logJournalRollRecords(conf))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(StreamStateSettings.LOG_JOURNAL_ROLL_RECORDS);
+  }
+}
