@@ -151,9 +151,13 @@ class HdfsCheckpointIT extends RemoteCheckpointTests {
     double fileTotal = files.values().stream().mapToDouble(Double::doubleValue).sum();
     // With journals the only files are the snapshots maintenance writes: 3 stores, each every
     // second version (TestSessions), 1.5 a batch. Log entries and group commits create none.
+    // Maintenance runs on its own clock, so a snapshot of a version committed before the
+    // measured window may land in it: at most one more per store (the counter sees no paths).
     assertThat(journals.get("create"))
         .as("creates per batch with journals")
-        .isLessThanOrEqualTo(TestSessions.SHUFFLE_PARTITIONS / 2.0);
+        .isLessThanOrEqualTo(
+            TestSessions.SHUFFLE_PARTITIONS / 2.0
+                + (double) TestSessions.SHUFFLE_PARTITIONS / MEASURED_BATCHES);
     assertThat(journals.get("create") * 3).isLessThan(files.get("create"));
     assertThat(journalTotal * 2).as("all requests per batch").isLessThan(fileTotal);
   }
