@@ -83,9 +83,7 @@ class JoinStateMetricsIT {
       }
       cases.add(Arguments.of(format, "inner", Condition.RANGE_ONE_SIDE, "append"));
       cases.add(Arguments.of(format, "inner", Condition.WINDOW, "append"));
-      cases.add(Arguments.of(format, "left_outer", Condition.WINDOW, "append"));
       cases.add(Arguments.of(format, "inner", Condition.RANGE_BOTH_SIDES, "update"));
-      cases.add(Arguments.of(format, "inner", Condition.WINDOW, "update"));
     }
     return cases.stream();
   }
