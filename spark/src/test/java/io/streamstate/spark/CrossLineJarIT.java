@@ -1,0 +1,142 @@
+package io.streamstate.spark;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.zip.ZipFile;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The runtime jar of one Spark 4.x line on another 4.x line's classpath, both ways, each in a child
+ * JVM: the provider and the checkpoint file manager (whose package both lines have, so it loads)
+ * fail at once with the version message naming the jar's line, the running one and the artifact to
+ * use. Run by the spark-4.1 module, which sees both lines' jars and classpaths (its pom sets the
+ * properties); elsewhere skipped.
+ */
+class CrossLineJarIT {
+  private static final Pattern SPARK_CORE =
+      Pattern.compile("spark-core_(2\\.1[23])-([0-9.]+)\\.jar");
+
+  @TempDir Path work;
+
+  @Test
+  void thisLinesJarOnTheOtherLineFailsWithTheVersionMessage() throws Exception {
+    probeAndCheck("streamstate.thisLineJar", "streamstate.otherLineClasspathFile");
+  }
+
+  @Test
+  void theOtherLinesJarOnThisLineFailsWithTheVersionMessage() throws Exception {
+    probeAndCheck("streamstate.otherLineJar", "streamstate.thisLineClasspathFile");
+  }
+
+  private void probeAndCheck(String jarProperty, String classpathProperty) throws Exception {
+    String jar = System.getProperty(jarProperty);
+    String classpathFile = System.getProperty(classpathProperty);
+    assumeTrue(jar != null && classpathFile != null, "set by the spark-4.1 module only");
+    assertThat(Paths.get(jar))
+        .as("the jar (build the spark module first: mvn verify from the root)")
+        .exists();
+    assertThat(Paths.get(classpathFile)).as("the classpath file (likewise)").exists();
+    List<String> classpath =
+        new ArrayList<>(
+            Arrays.asList(
+                Files.readString(Paths.get(classpathFile)).trim().split(File.pathSeparator)));
+    String builtFor = builtFor(Paths.get(jar));
+    String running = null;
+    String scala = null;
+    for (String entry : classpath) {
+      Matcher m = SPARK_CORE.matcher(Paths.get(entry).getFileName().toString());
+      if (m.matches()) {
+        scala = m.group(1);
+        running = m.group(2);
+      }
+    }
+    assertThat(running).as("Spark version on %s", classpathFile).isNotNull();
+    assertThat(line(running)).as("another line than the jar's").isNotEqualTo(line(builtFor));
+    classpath.add(jar);
+
+    String message =
+        "streamstate: this jar (streamstate-spark-runtime-"
+            + line(builtFor)
+            + "_2.13) was built for Spark "
+            + builtFor
+            + " (line "
+            + line(builtFor)
+            + "), but the running Spark is "
+            + running
+            + " (line "
+            + line(running)
+            + "). Use io.streamstate:streamstate-spark-runtime-"
+            + line(running)
+            + "_"
+            + scala
+            + " instead.";
+    String output = probe(classpath);
+    assertThat(output).contains("PROBE provider -> java.lang.IllegalStateException: " + message);
+    assertThat(output).contains("PROBE manager -> java.lang.IllegalStateException: " + message);
+  }
+
+  /** The Spark version a runtime jar was built for (its spark-line.properties). */
+  private static String builtFor(Path jar) throws IOException {
+    try (ZipFile zip = new ZipFile(jar.toFile());
+        InputStream in =
+            zip.getInputStream(zip.getEntry("io/streamstate/spark/spark-line.properties"))) {
+      Properties p = new Properties();
+      p.load(in);
+      return p.getProperty("spark.version");
+    }
+  }
+
+  private static String line(String version) {
+    String[] parts = version.split("\\.");
+    return parts[0] + "." + parts[1];
+  }
+
+  /** Runs {@link SparkLineProbeMain} on {@code classpath}; returns its output. */
+  private String probe(List<String> classpath) throws Exception {
+    Path probeDir = work.resolve("probe");
+    Path probeClass =
+        probeDir.resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class");
+    Files.createDirectories(probeClass.getParent());
+    Files.copy(
+        Paths.get("target", "test-classes")
+            .resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class"),
+        probeClass);
+    List<String> fullClasspath = new ArrayList<>(classpath);
+    fullClasspath.add(probeDir.toString());
+
+    List<String> command = new ArrayList<>();
+    command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(Arrays.asList(System.getProperty("streamstate.jvmFlags").trim().split("\\s+")));
+    command.add("-cp");
+    command.add(String.join(File.pathSeparator, fullClasspath));
+    command.add(SparkLineProbeMain.class.getName());
+    command.add(work.resolve("checkpoint").toUri().toString());
+    Path log = work.resolve("child.log");
+    Process child =
+        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    boolean exited = child.waitFor(2, TimeUnit.MINUTES);
+    if (!exited) {
+      child.destroyForcibly();
+    }
+    String output = Files.readString(log, StandardCharsets.UTF_8);
+    assertThat(exited).as("child JVM finished; output:%n%s", output).isTrue();
+    assertThat(child.exitValue()).as("exit code; output:%n%s", output).isZero();
+    return output;
+  }
+}
