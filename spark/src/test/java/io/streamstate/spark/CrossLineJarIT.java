@@ -3,18 +3,12 @@ package io.streamstate.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.ZipFile;
@@ -52,10 +46,7 @@ class CrossLineJarIT {
         .as("the jar (build the spark module first: mvn verify from the root)")
         .exists();
     assertThat(Paths.get(classpathFile)).as("the classpath file (likewise)").exists();
-    List<String> classpath =
-        new ArrayList<>(
-            Arrays.asList(
-                Files.readString(Paths.get(classpathFile)).trim().split(File.pathSeparator)));
+    List<String> classpath = SparkLineProbe.classpathOf(classpathFile);
     String builtFor = builtFor(Paths.get(jar));
     String running = null;
     String scala = null;
@@ -86,7 +77,7 @@ class CrossLineJarIT {
             + "_"
             + scala
             + " instead.";
-    String output = probe(classpath);
+    String output = SparkLineProbe.run(classpath, work);
     assertThat(output).contains("PROBE provider -> java.lang.IllegalStateException: " + message);
     assertThat(output).contains("PROBE manager -> java.lang.IllegalStateException: " + message);
   }
@@ -105,38 +96,5 @@ class CrossLineJarIT {
   private static String line(String version) {
     String[] parts = version.split("\\.");
     return parts[0] + "." + parts[1];
-  }
-
-  /** Runs {@link SparkLineProbeMain} on {@code classpath}; returns its output. */
-  private String probe(List<String> classpath) throws Exception {
-    Path probeDir = work.resolve("probe");
-    Path probeClass =
-        probeDir.resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class");
-    Files.createDirectories(probeClass.getParent());
-    Files.copy(
-        Paths.get("target", "test-classes")
-            .resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class"),
-        probeClass);
-    List<String> fullClasspath = new ArrayList<>(classpath);
-    fullClasspath.add(probeDir.toString());
-
-    List<String> command = new ArrayList<>();
-    command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(Arrays.asList(System.getProperty("streamstate.jvmFlags").trim().split("\\s+")));
-    command.add("-cp");
-    command.add(String.join(File.pathSeparator, fullClasspath));
-    command.add(SparkLineProbeMain.class.getName());
-    command.add(work.resolve("checkpoint").toUri().toString());
-    Path log = work.resolve("child.log");
-    Process child =
-        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    boolean exited = child.waitFor(2, TimeUnit.MINUTES);
-    if (!exited) {
-      child.destroyForcibly();
-    }
-    String output = Files.readString(log, StandardCharsets.UTF_8);
-    assertThat(exited).as("child JVM finished; output:%n%s", output).isTrue();
-    assertThat(child.exitValue()).as("exit code; output:%n%s", output).isZero();
-    return output;
   }
 }

@@ -38,8 +38,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 class JoinStateMetricsIT {
   private static final String ROCKSDB =
       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider";
-  private static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
-  private static final String JOIN_V4_ENABLED = "spark.sql.streaming.join.stateFormatV4.enabled";
   private static final List<String> FAMILY_METRICS =
       List.of(
           StreamStateMetrics.INTERNAL_FAMILY_KEYS.name(),
@@ -104,8 +102,7 @@ class JoinStateMetricsIT {
             2,
             in -> joined(in, joinType, condition),
             mode.equals("update") ? OutputMode.Update() : OutputMode.Append());
-    Map<String, String> conf =
-        format == 4 ? Map.of(JOIN_FORMAT, "4", JOIN_V4_ENABLED, "true") : Map.of(JOIN_FORMAT, "3");
+    Map<String, String> conf = TestSessions.joinStateFormat(format);
     String name = "f" + format + "-" + joinType + "-" + condition + "-" + mode;
 
     ClockedRun.Result ours =

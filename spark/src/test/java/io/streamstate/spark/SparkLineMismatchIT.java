@@ -3,15 +3,9 @@ package io.streamstate.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.spark.shared.SparkLine;
-import java.io.File;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -44,39 +38,9 @@ class SparkLineMismatchIT {
   }
 
   private String probe(String classpathFile) throws Exception {
-    List<String> classpath = new ArrayList<>();
-    classpath.addAll(
-        Arrays.asList(Files.readString(Paths.get(classpathFile)).trim().split(File.pathSeparator)));
+    List<String> classpath = SparkLineProbe.classpathOf(classpathFile);
     assertThat(classpath).anyMatch(e -> e.contains("spark-core_2.12-3.5."));
     classpath.add(Paths.get(System.getProperty("streamstate.shadedJar")).toString());
-    // The probe alone of our test classes: it links to nothing of Spark's.
-    Path probeDir = work.resolve("probe");
-    Path probeClass =
-        probeDir.resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class");
-    Files.createDirectories(probeClass.getParent());
-    Files.copy(
-        Paths.get("target", "test-classes")
-            .resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class"),
-        probeClass);
-    classpath.add(probeDir.toString());
-
-    List<String> command = new ArrayList<>();
-    command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(Arrays.asList(System.getProperty("streamstate.jvmFlags").trim().split("\\s+")));
-    command.add("-cp");
-    command.add(String.join(File.pathSeparator, classpath));
-    command.add(SparkLineProbeMain.class.getName());
-    command.add(work.resolve("checkpoint").toUri().toString());
-    Path log = work.resolve("child.log");
-    Process child =
-        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    boolean exited = child.waitFor(2, TimeUnit.MINUTES);
-    if (!exited) {
-      child.destroyForcibly();
-    }
-    String output = Files.readString(log, StandardCharsets.UTF_8);
-    assertThat(exited).as("child JVM finished; output:%n%s", output).isTrue();
-    assertThat(child.exitValue()).as("exit code; output:%n%s", output).isZero();
-    return output;
+    return SparkLineProbe.run(classpath, work);
   }
 }

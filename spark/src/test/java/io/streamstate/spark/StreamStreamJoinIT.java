@@ -26,8 +26,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  * cannot run: their output must equal the HDFS provider's with the default format 2.
  */
 class StreamStreamJoinIT {
-  private static final String JOIN_FORMAT = "spark.sql.streaming.join.stateFormatVersion";
-  private static final String JOIN_V4_ENABLED = "spark.sql.streaming.join.stateFormatV4.enabled";
 
   static final Path work = TestSessions.newWorkDir(StreamStreamJoinIT.class);
   private static SparkSession spark;
@@ -106,7 +104,8 @@ class StreamStreamJoinIT {
   void joinStateFormat3WithColumnFamiliesMatchesHdfsFormat2() throws Exception {
     ClockedRun run = join("full_outer");
     ClockedRun.Result ours =
-        run.run(TestSessions.OURS, work.resolve("v3-ours"), steps(), Map.of(JOIN_FORMAT, "3"));
+        run.run(
+            TestSessions.OURS, work.resolve("v3-ours"), steps(), TestSessions.joinStateFormat(3));
     ClockedRun.Result hdfs = run.run(TestSessions.HDFS, work.resolve("v3-hdfs"), steps());
 
     assertThat(ours.rows()).isNotEmpty().containsExactlyElementsOf(hdfs.rows());
@@ -118,10 +117,7 @@ class StreamStreamJoinIT {
     ClockedRun run = join("full_outer");
     ClockedRun.Result ours =
         run.run(
-            TestSessions.OURS,
-            work.resolve("v4-ours"),
-            steps(),
-            Map.of(JOIN_FORMAT, "4", JOIN_V4_ENABLED, "true"));
+            TestSessions.OURS, work.resolve("v4-ours"), steps(), TestSessions.joinStateFormat(4));
     ClockedRun.Result hdfs = run.run(TestSessions.HDFS, work.resolve("v4-hdfs"), steps());
 
     assertThat(ours.rows()).isNotEmpty().containsExactlyElementsOf(hdfs.rows());

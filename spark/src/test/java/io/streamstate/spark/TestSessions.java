@@ -14,6 +14,14 @@ final class TestSessions {
   static final String PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass";
   static final int SHUFFLE_PARTITIONS = 3;
 
+  /** Session confs of a stream-stream join with state format {@code format} (3 or 4). */
+  static Map<String, String> joinStateFormat(int format) {
+    String key = "spark.sql.streaming.join.stateFormatVersion";
+    return format == 4
+        ? Map.of(key, "4", "spark.sql.streaming.join.stateFormatV4.enabled", "true")
+        : Map.of(key, String.valueOf(format));
+  }
+
   private TestSessions() {}
 
   /**
