@@ -8,10 +8,6 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSizeMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSumMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomTimingMetric;
-import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
-import org.apache.spark.sql.execution.streaming.state.StateStoreSnapshotLastUploadInstanceMetric;
-import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -162,20 +158,10 @@ public final class StreamStateMetrics {
           EXTERNAL_FAMILIES,
           INTERNAL_FAMILIES);
 
-  /** Spark's own per-partition "last uploaded snapshot version" instance metric. */
-  public static final StateStoreSnapshotLastUploadInstanceMetric SNAPSHOT_LAST_UPLOADED =
-      new StateStoreSnapshotLastUploadInstanceMetric(
-          Option.empty(), StateStoreId.DEFAULT_STORE_NAME());
-
   private StreamStateMetrics() {}
 
   static Seq<StateStoreCustomMetric> customMetrics() {
     return CollectionConverters.asScala(ALL).toSeq();
-  }
-
-  static Seq<StateStoreInstanceMetric> instanceMetrics() {
-    return CollectionConverters.asScala(List.<StateStoreInstanceMetric>of(SNAPSHOT_LAST_UPLOADED))
-        .toSeq();
   }
 
   /**

@@ -30,18 +30,14 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.TaskContext;
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
-import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
-import org.apache.spark.sql.execution.streaming.state.StateStoreProvider$;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.types.StructType;
 import org.slf4j.Logger;
@@ -83,7 +79,7 @@ import scala.collection.immutable.Seq;
  * Spark's, plus the one-open-store permit they share. Everything below a store's open is the
  * engine's ({@code VersionedStore}); a store's row work is {@link StreamStateStore}'s.
  */
-public class StreamStateProvider implements StateStoreProvider {
+public class StreamStateProvider extends SparkLineProvider implements StateStoreProvider {
   private static final Logger LOG = LoggerFactory.getLogger(StreamStateProvider.class);
 
   /**
@@ -175,7 +171,7 @@ public class StreamStateProvider implements StateStoreProvider {
     this.conf = StreamStateConf.from(storeConfs);
     // Read here, not in a static field: the class must load on any Spark line, so that its
     // constructor can refuse another line with a clear message (SparkLine).
-    String runId = hadoopConf.get(StreamExecution.RUN_ID_KEY());
+    String runId = hadoopConf.get(SparkLineApi.runIdKey());
     this.providerId =
         runId == null ? null : new StateStoreProviderId(stateStoreId, UUID.fromString(runId));
     codecs.put(
@@ -414,11 +410,6 @@ public class StreamStateProvider implements StateStoreProvider {
   }
 
   @Override
-  public Seq<StateStoreInstanceMetric> supportedInstanceMetrics() {
-    return StreamStateMetrics.instanceMetrics();
-  }
-
-  @Override
   public String toString() {
     return "StreamStateProvider[" + (storeId == null ? "uninitialised" : describe(storeId)) + "]";
   }
@@ -542,6 +533,12 @@ public class StreamStateProvider implements StateStoreProvider {
   // ---------------------------------------------------------------------------------------------
 
   private StreamStateStore open(long version, boolean readOnly, boolean forceSnapshotOnCommit) {
+    if (!readOnly) {
+      StreamStateStore upgraded = upgradeOwnReadStore(version, forceSnapshotOnCommit);
+      if (upgraded != null) {
+        return upgraded;
+      }
+    }
     acquirePermit(version);
     StreamStateStore opened = null;
     try {
@@ -620,12 +617,32 @@ public class StreamStateProvider implements StateStoreProvider {
     }
   }
 
+  /**
+   * The task asks for the writable store of the version it holds a read store of: Spark 4.0's
+   * restore operator keeps reading through its read store while the save operator of the same task
+   * writes ({@code getReadStore} then {@code getStore}), so the read store must stay readable. It
+   * becomes the writable store in place, as {@link #upgradeReadStoreToWriteStore} does on 4.1+.
+   * Null if the task holds no such store.
+   */
+  private StreamStateStore upgradeOwnReadStore(long version, boolean forceSnapshotOnCommit) {
+    StreamStateStore current = openStore.get();
+    TaskContext task = TaskContext.get();
+    if (current != null
+        && task != null
+        && current.isOpenReadOnlyOf(task.taskAttemptId())
+        && current.version() == version
+        && current.upgradeToWritable(forceSnapshotOnCommit)) {
+      return current;
+    }
+    return null;
+  }
+
   private void acquirePermit(long version) {
     StreamStateStore current = openStore.get();
     TaskContext task = TaskContext.get();
     if (current != null && task != null && current.isOpenReadOnlyOf(task.taskAttemptId())) {
-      // The same task left a read store open and now asks for another store: the read store
-      // holds nothing to keep, so release it instead of waiting for ourselves.
+      // The same task left a read store open and now asks for a store of another version: the
+      // read store holds nothing to keep, so release it instead of waiting for ourselves.
       current.release();
     }
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(conf.lockTimeoutMs());
@@ -691,10 +708,7 @@ public class StreamStateProvider implements StateStoreProvider {
       return;
     }
     try {
-      Option<StateStoreCoordinatorRef> ref = StateStoreProvider$.MODULE$.coordinatorRef();
-      if (ref.isDefined()) {
-        ref.get().snapshotUploaded(providerId, version, System.currentTimeMillis());
-      }
+      SparkLineApi.reportSnapshotUploaded(providerId, version);
     } catch (RuntimeException e) {
       LOG.debug("Could not report snapshot {} of {} to the coordinator", version, providerId, e);
     }

@@ -4,7 +4,6 @@ import io.streamstate.core.engine.CloseableIterator;
 import io.streamstate.core.engine.KeyValue;
 import io.streamstate.core.engine.StateTransaction;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -16,10 +15,8 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreCheckpointInfo;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreErrors;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreInstanceMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreMetrics;
-import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.TaskCompletionListener;
@@ -27,7 +24,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Option;
 import scala.collection.Iterator;
-import scala.collection.immutable.Map$;
 import scala.collection.immutable.Set;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -263,7 +259,8 @@ final class StreamStateStore implements StateStore {
   }
 
   /** Ends a read store (or an uncommitted store) without changing anything. Idempotent. */
-  @Override
+  // Spark 4.1+ API (no @Override: this source is also compiled against 4.0, where abort() ends a
+  // read store; see abort())
   public synchronized void release() {
     if (state == State.OPEN) {
       if (!readOnly) {
@@ -279,7 +276,10 @@ final class StreamStateStore implements StateStore {
     }
   }
 
-  /** Drops the changes. Idempotent; a no-op after commit. */
+  /**
+   * Drops the changes; on a read store, ends it (Spark 4.0 has no {@code release()} and ends read
+   * stores this way). Idempotent; a no-op after commit.
+   */
   @Override
   public synchronized void abort() {
     if (state == State.OPEN) {
@@ -346,7 +346,7 @@ final class StreamStateStore implements StateStore {
     rowCounts.put(colFamilyName, codec.encodeKey(key), encoded);
   }
 
-  @Override
+  // Spark 4.1+ API (no @Override: also compiled against 4.0)
   public void putList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
     checkWritable("putList");
     requireKey(key);
@@ -386,7 +386,7 @@ final class StreamStateStore implements StateStore {
     mergeList(key, new UnsafeRow[] {value}, colFamilyName);
   }
 
-  @Override
+  // Spark 4.1+ API (no @Override: also compiled against 4.0)
   public void mergeList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
     checkWritable("merge");
     requireKey(key);
@@ -441,9 +441,7 @@ final class StreamStateStore implements StateStore {
     } finally {
       provider.storeFinished(this);
     }
-    if (provider.storeConf().commitValidationEnabled()) {
-      StateStore.reportCommitToCoordinator(newVersion, id(), provider.hadoopConf());
-    }
+    SparkLineApi.reportCommit(provider.storeConf(), newVersion, id(), provider.hadoopConf());
     return newVersion;
   }
 
@@ -453,11 +451,12 @@ final class StreamStateStore implements StateStore {
     if (m != null) {
       return m;
     }
-    return new StateStoreMetrics(
+    return SparkLineApi.metrics(
         state == State.OPEN ? rowCounts.total() : provider.estimateKeys(),
         provider.memoryShareBytes(),
-        Map$.MODULE$.<StateStoreCustomMetric, Object>empty(),
-        Map$.MODULE$.<StateStoreInstanceMetric, Object>empty());
+        Map.of(),
+        id(),
+        -1);
   }
 
   @Override
@@ -491,16 +490,8 @@ final class StreamStateStore implements StateStore {
   private StateStoreMetrics metricsAfterCommit(long newVersion, RowCounts.Totals rows) {
     Map<StateStoreCustomMetric, Object> custom =
         provider.commitMetrics(newVersion, forceSnapshotOnCommit, rows);
-    StateStoreId sid = id();
-    Map<StateStoreInstanceMetric, Object> instance = new HashMap<>();
-    instance.put(
-        StreamStateMetrics.SNAPSHOT_LAST_UPLOADED.withNewId(sid.partitionId(), sid.storeName()),
-        provider.lastSnapshotVersion());
-    return new StateStoreMetrics(
-        rows.keys(),
-        provider.memoryShareBytes(),
-        Map$.MODULE$.from(CollectionConverters.asScala(custom)),
-        Map$.MODULE$.from(CollectionConverters.asScala(instance)));
+    return SparkLineApi.metrics(
+        rows.keys(), provider.memoryShareBytes(), custom, id(), provider.lastSnapshotVersion());
   }
 
   private CloseableIterator<KeyValue> range(
@@ -527,7 +518,7 @@ final class StreamStateStore implements StateStore {
       return;
     }
     ColumnFamilyCodec codec = provider.codec(StateStore.DEFAULT_COL_FAMILY_NAME());
-    StateStoreProvider.validateStateRowFormat(
+    SparkLineApi.validateStateRowFormat(
         key, codec.spec().keySchema(), value, codec.valueSchema(), id(), provider.storeConf());
     rowFormatValidated = true;
   }

@@ -179,7 +179,7 @@ final class ClockedRun {
       List<Dataset<Row>> frames = new ArrayList<>();
       for (int i = 0; i < inputs; i++) {
         MemoryStream<Tuple3<String, Timestamp, Integer>> stream =
-            MemoryStream.apply(eventEncoder(), spark);
+            SparkLineTestApi.memoryStream(eventEncoder(), spark);
         streams.add(stream);
         frames.add(stream.toDS().toDF("key", "ts", "value"));
       }

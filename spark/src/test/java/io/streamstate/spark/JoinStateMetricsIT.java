@@ -91,9 +91,6 @@ class JoinStateMetricsIT {
   void joinStateMetricsMatchRocksDbProvider(
       int format, String joinType, Condition condition, String mode) throws Exception {
     assumeTrue(
-        format < 4 || TestSessions.sparkAtLeast(4, 2),
-        "join state format 4 exists from Spark 4.2 on");
-    assumeTrue(
         mode.equals("append") || TestSessions.sparkAtLeast(4, 2),
         "stream-stream joins in update mode exist from Spark 4.2 on");
     ClockedRun run =

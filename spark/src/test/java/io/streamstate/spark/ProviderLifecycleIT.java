@@ -21,7 +21,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Stream;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
@@ -29,7 +28,6 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream;
-import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StatefulProcessor;
@@ -85,7 +83,7 @@ class ProviderLifecycleIT {
   void foreachBatchSinkPassesCommitValidationAndReportsCustomMetrics() throws Exception {
     spark.conf().set(TestSessions.PROVIDER_CLASS, TestSessions.OURS);
     MemoryStream<Tuple3<String, Timestamp, Integer>> input =
-        MemoryStream.apply(ClockedRun.eventEncoder(), spark);
+        SparkLineTestApi.memoryStream(ClockedRun.eventEncoder(), spark);
     FOREACH_BATCH_ROWS.clear();
     StreamingQuery query =
         windowedCounts(input.toDS().toDF("key", "ts", "value"))
@@ -208,9 +206,7 @@ class ProviderLifecycleIT {
    */
   private static boolean noLaggingStores(StreamingQuery query) {
     long latestVersion = query.lastProgress().batchId() + 1;
-    return StateStoreCoordinatorRef.forExecutor(SparkEnv.get())
-        .getLaggingStoresForTesting(query.runId(), latestVersion, true)
-        .isEmpty();
+    return SparkLineTestApi.noLaggingStores(query.runId(), latestVersion);
   }
 
   /** At least one snapshot, and fewer changelogs than versions committed. */

@@ -4,7 +4,6 @@ import static io.streamstate.spark.ClockedRun.ev;
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.expr;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -113,7 +112,6 @@ class StreamStreamJoinIT {
 
   @Test
   void joinStateFormat4WithMultipleValuesAndRangeScansMatchesHdfsFormat2() throws Exception {
-    assumeTrue(TestSessions.sparkAtLeast(4, 2), "join state format 4 exists from Spark 4.2 on");
     ClockedRun run = join("full_outer");
     ClockedRun.Result ours =
         run.run(

@@ -35,10 +35,19 @@ public final class SparkLine {
     return BuiltLine.SCALA;
   }
 
+  /**
+   * The oldest release of the line the adapter supports, e.g. {@code 4.0.1} (4.0.0 lacks a class
+   * the 4.0 adapter returns); the line's {@code .0} release unless the adapter says otherwise.
+   */
+  public static String minimumRelease() {
+    return BuiltLine.MINIMUM;
+  }
+
   /** The adapter's {@value #RESOURCE}, read once. */
   private static final class BuiltLine {
     static final String SPARK;
     static final String SCALA;
+    static final String MINIMUM;
 
     static {
       Properties p = new Properties();
@@ -53,6 +62,8 @@ public final class SparkLine {
       }
       SPARK = p.getProperty("spark.version");
       SCALA = p.getProperty("scala.binary.version");
+      String minimum = p.getProperty("spark.minimum.version", "");
+      MINIMUM = minimum.isBlank() || minimum.startsWith("${") ? line(SPARK) + ".0" : minimum;
     }
   }
 
@@ -71,34 +82,89 @@ public final class SparkLine {
   /** The running Spark's verdict, computed once (on first use: a JVM runs one Spark). */
   private static final class RunningLine {
     static final String PROBLEM =
-        mismatch(runningSparkVersion(), runningScalaVersion(), builtFor(), builtForScala());
+        mismatch(
+            runningSparkVersion(),
+            runningScalaVersion(),
+            builtFor(),
+            builtForScala(),
+            minimumRelease());
   }
 
   /**
-   * Why a jar built for Spark {@code builtFor} with Scala {@code builtForScala} (binary version)
-   * cannot run on Spark {@code running} with Scala {@code runningScala}, or null if it can (same
-   * major.minor line).
+   * Why a jar built for Spark {@code builtFor} with Scala {@code builtForScala} (binary version),
+   * supporting the line from release {@code minimum} on, cannot run on Spark {@code running} with
+   * Scala {@code runningScala}, or null if it can (same major.minor line and Scala binary version,
+   * and not older than {@code minimum}).
    */
   static String mismatch(
-      String running, String runningScala, String builtFor, String builtForScala) {
+      String running, String runningScala, String builtFor, String builtForScala, String minimum) {
     String runningLine = line(running);
     String builtLine = line(builtFor);
-    if (runningLine.equals(builtLine)) {
-      return null;
+    String runningScalaBinary = scalaBinary(runningScala);
+    String use = ". Use io.streamstate:" + artifact(runningLine, runningScalaBinary) + " instead.";
+    if (!runningLine.equals(builtLine)) {
+      return "streamstate: this jar ("
+          + artifact(builtLine, builtForScala)
+          + ") was built for Spark "
+          + builtFor
+          + " (line "
+          + builtLine
+          + "), but the running Spark is "
+          + running
+          + " (line "
+          + runningLine
+          + ")"
+          + use;
     }
-    return "streamstate: this jar ("
-        + artifact(builtLine, builtForScala)
-        + ") was built for Spark "
-        + builtFor
-        + " (line "
-        + builtLine
-        + "), but the running Spark is "
-        + running
-        + " (line "
-        + runningLine
-        + "). Use io.streamstate:"
-        + artifact(runningLine, scalaBinary(runningScala))
-        + " instead.";
+    if (!runningScalaBinary.equals(builtForScala)) {
+      return "streamstate: this jar ("
+          + artifact(builtLine, builtForScala)
+          + ") was built for Scala "
+          + builtForScala
+          + ", but the running Spark "
+          + running
+          + " uses Scala "
+          + runningScala
+          + use;
+    }
+    if (compareReleases(running, minimum) < 0) {
+      return "streamstate: this jar ("
+          + artifact(builtLine, builtForScala)
+          + ") supports Spark "
+          + minimum
+          + " and later releases of line "
+          + builtLine
+          + ", but the running Spark is "
+          + running
+          + ". Upgrade Spark to "
+          + minimum
+          + " or later.";
+    }
+    return null;
+  }
+
+  /** Orders {@code 4.0.1} before {@code 4.0.10}; a suffix ({@code -SNAPSHOT}) is ignored. */
+  static int compareReleases(String a, String b) {
+    String[] x = a.split("-", 2)[0].split("\\.");
+    String[] y = b.split("-", 2)[0].split("\\.");
+    for (int i = 0; i < Math.max(x.length, y.length); i++) {
+      int c = Integer.compare(number(x, i), number(y, i));
+      if (c != 0) {
+        return c;
+      }
+    }
+    return 0;
+  }
+
+  private static int number(String[] parts, int i) {
+    if (i >= parts.length) {
+      return 0;
+    }
+    try {
+      return Integer.parseInt(parts[i]);
+    } catch (NumberFormatException e) {
+      return 0;
+    }
   }
 
   /** The artifact name of a line and Scala binary version (docs/spark-lines.md). */

@@ -429,11 +429,12 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     return qualified;
   }
 
-  /** Does not close the {@code FileSystem}: Hadoop caches and shares instances. */
-  @Override
-  public void close() {
-    delegate.close();
-  }
+  /**
+   * Spark 4.1+ API (no {@code @Override}: also compiled against 4.0, which lacks it). Closes
+   * nothing: Hadoop caches and shares {@code FileSystem} instances, and the delegate's {@code
+   * close()} is Spark's no-op default.
+   */
+  public void close() {}
 
   @Override
   public String toString() {
