@@ -5,23 +5,20 @@ import java.util.Collections;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.RangeKeyScanStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.RocksDBKeyStateEncoder;
-import org.apache.spark.sql.execution.streaming.state.UnsafeRowDataEncoder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
 
 /**
  * How the rows of one column family become the bytes the engine stores, and back.
  *
- * <p><b>Keys</b> are encoded by Spark's own RocksDB key encoders ({@code
- * KeyStateEncoderSpec.toEncoder} over {@code UnsafeRowDataEncoder}), so that every spec (no prefix,
- * prefix scan, range scan, timestamp as prefix/postfix) produces exactly the bytes Spark's {@code
- * RocksDBStateStoreProvider} produces (without its 2-byte virtual column family id: we use real
- * column families). The engine iterates in unsigned byte order, as RocksDB does, so prefix and
- * range scans return rows in the same order as Spark's RocksDB provider.
+ * <p><b>Keys</b> are encoded by Spark's own RocksDB key encoders, so that every key layout produces
+ * exactly the bytes Spark's {@code RocksDBStateStoreProvider} produces (without its 2-byte virtual
+ * column family id: we use real column families); how a line builds them is its subclass's ({@code
+ * EncoderSpecCodec} on 4.x from a {@code KeyStateEncoderSpec}, {@code PrefixColumnsCodec} on 3.5
+ * from a number of prefix columns). The layouts 3.5 has (no prefix, prefix scan) are the same bytes
+ * in every line, so a checkpoint moves between lines. The engine iterates in unsigned byte order,
+ * as RocksDB does, so prefix and range scans return rows in the same order as Spark's RocksDB
+ * provider.
  *
  * <p><b>Values</b>, the same format as that provider with {@code mergeOperatorVersion = 2}:
  *
@@ -36,98 +33,57 @@ import org.apache.spark.unsafe.Platform;
  * <p>Not thread-safe (Spark's encoders reuse buffers): one store of a provider is open at a time,
  * used by one task thread.
  */
-final class ColumnFamilyCodec {
+abstract class ColumnFamilyCodec {
   private static final byte ENCODING_VERSION = 0;
 
   private final String name;
+  private final StructType keySchema;
   private final StructType valueSchema;
-  private final KeyStateEncoderSpec spec;
   private final boolean multipleValues;
-  private final int keyFields;
   private final int valueFields;
-  private final boolean plainKey;
-  private final RocksDBKeyStateEncoder keyEncoder;
-  private final boolean rangeScan;
-  private final boolean deleteRange;
 
   ColumnFamilyCodec(
-      String name, StructType valueSchema, KeyStateEncoderSpec spec, boolean multipleValues) {
+      String name, StructType keySchema, StructType valueSchema, boolean multipleValues) {
     this.name = name;
+    this.keySchema = keySchema;
     this.valueSchema = valueSchema;
-    this.spec = spec;
     this.multipleValues = multipleValues;
-    this.keyFields = spec.keySchema().length();
     this.valueFields = valueSchema.length();
-    this.plainKey = spec instanceof NoPrefixKeyStateEncoderSpec;
-    // useColumnFamilies=false: Spark's encoders do not add the virtual column family id anyway
-    // (RocksDB.scala does), and the engine keeps column families apart.
-    this.keyEncoder = spec.toEncoder(new UnsafeRowDataEncoder(spec, valueSchema), false);
-    this.rangeScan =
-        capability(keyEncoder, "supportsRangeScan", spec instanceof RangeKeyScanStateEncoderSpec);
-    this.deleteRange = capability(keyEncoder, "supportsDeleteRange", false);
   }
 
-  /**
-   * What a key encoder supports. Spark 4.2's encoders say it ({@code supportsRangeScan}, {@code
-   * supportsDeleteRange}); 4.1's have no such methods (this source is compiled against both), and
-   * there only range-scan specs keep their keys ordered and nothing calls {@code deleteRange}.
-   */
-  private static boolean capability(
-      RocksDBKeyStateEncoder encoder, String method, boolean withoutTheMethod) {
-    try {
-      return (Boolean) encoder.getClass().getMethod(method).invoke(encoder);
-    } catch (NoSuchMethodException e) {
-      return withoutTheMethod;
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("Cannot ask Spark's key encoder " + method, e);
-    }
-  }
-
-  String name() {
+  final String name() {
     return name;
   }
 
-  StructType valueSchema() {
+  final StructType keySchema() {
+    return keySchema;
+  }
+
+  final StructType valueSchema() {
     return valueSchema;
   }
 
-  KeyStateEncoderSpec spec() {
-    return spec;
-  }
-
-  boolean multipleValues() {
+  final boolean multipleValues() {
     return multipleValues;
   }
 
-  boolean supportsPrefixScan() {
-    return keyEncoder.supportPrefixKeyScan();
-  }
+  /** How keys are laid out, for error messages (Spark's key encoder spec). */
+  abstract String keyLayout();
 
-  boolean supportsRangeScan() {
-    return rangeScan;
-  }
+  abstract boolean supportsPrefixScan();
 
-  boolean supportsDeleteRange() {
-    return deleteRange;
-  }
+  abstract boolean supportsRangeScan();
 
-  byte[] encodeKey(UnsafeRow key) {
-    return keyEncoder.encodeKey(key);
-  }
+  abstract boolean supportsDeleteRange();
 
-  byte[] encodePrefix(UnsafeRow prefixKey) {
-    return keyEncoder.encodePrefixKey(prefixKey);
-  }
+  abstract byte[] encodeKey(UnsafeRow key);
 
-  UnsafeRow decodeKey(byte[] bytes) {
-    if (plainKey) {
-      return pointTo(bytes, 1, bytes.length - 1, keyFields);
-    }
-    // Spark's split-key encoders return a row of a reused projection: copy it.
-    return keyEncoder.decodeKey(bytes).copy();
-  }
+  abstract byte[] encodePrefix(UnsafeRow prefixKey);
 
-  byte[] encodeValue(UnsafeRow value) {
+  /** A fresh row nobody else holds. */
+  abstract UnsafeRow decodeKey(byte[] bytes);
+
+  final byte[] encodeValue(UnsafeRow value) {
     int size = value.getSizeInBytes();
     byte[] out = new byte[1 + size];
     out[0] = ENCODING_VERSION;
@@ -136,7 +92,7 @@ final class ColumnFamilyCodec {
   }
 
   /** The value of a single-valued family; for a multi-valued one, its first value. */
-  UnsafeRow decodeValue(byte[] bytes) {
+  final UnsafeRow decodeValue(byte[] bytes) {
     if (bytes == null) {
       return null;
     }
@@ -148,7 +104,7 @@ final class ColumnFamilyCodec {
   }
 
   /** Appends the list encoding of {@code values} to {@code existing} (may be null). */
-  byte[] appendValues(byte[] existing, UnsafeRow[] values) {
+  final byte[] appendValues(byte[] existing, UnsafeRow[] values) {
     ByteArrayOutputStream out =
         new ByteArrayOutputStream((existing == null ? 0 : existing.length) + 64 * values.length);
     if (existing != null) {
@@ -166,7 +122,7 @@ final class ColumnFamilyCodec {
   }
 
   /** The values of a multi-valued family's entry; empty for null. */
-  Iterator<UnsafeRow> decodeValues(byte[] bytes) {
+  final Iterator<UnsafeRow> decodeValues(byte[] bytes) {
     if (bytes == null) {
       return Collections.emptyIterator();
     }
@@ -209,7 +165,7 @@ final class ColumnFamilyCodec {
     };
   }
 
-  private static UnsafeRow pointTo(byte[] bytes, int offset, int length, int numFields) {
+  static UnsafeRow pointTo(byte[] bytes, int offset, int length, int numFields) {
     UnsafeRow row = new UnsafeRow(numFields);
     row.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET + offset, length);
     return row;

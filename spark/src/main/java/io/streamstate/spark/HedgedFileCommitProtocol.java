@@ -31,7 +31,6 @@ import org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus$;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Spark's streaming file-sink commit protocol with each task's output files hedged against a slow
@@ -158,7 +157,7 @@ public class HedgedFileCommitProtocol extends ManifestFileCommitProtocol {
     } finally {
       outputs.deleteSpill();
     }
-    return new FileCommitProtocol.TaskCommitMessage(CollectionConverters.asScala(statuses).toSeq());
+    return new FileCommitProtocol.TaskCommitMessage(ScalaInterop.seq(statuses));
   }
 
   private SinkFileStatus publish(

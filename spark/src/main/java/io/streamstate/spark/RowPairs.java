@@ -7,40 +7,49 @@ import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.function.BiConsumer;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
-import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.BoxedUnit;
 
 /**
- * The rows of an engine iterator as Spark's {@link StateStoreIterator}: a fresh pair and fresh rows
- * per element (Spark's operators may keep them), and closing it closes the engine's iterator.
+ * The rows of an engine iterator: a fresh pair and fresh rows per element (Spark's operators may
+ * keep them); closing it closes the engine's iterator (so does the end of the store's transaction).
+ * Each line turns it into what its Spark returns ({@code StateStoreIterator} on 4.x, a plain Scala
+ * iterator on 3.5).
  */
-final class RowPairs {
-  private RowPairs() {}
+final class RowPairs implements Iterator<UnsafeRowPair>, AutoCloseable {
+  private final CloseableIterator<KeyValue> entries;
+  private final Iterator<UnsafeRowPair> rows;
+
+  private RowPairs(CloseableIterator<KeyValue> entries, Iterator<UnsafeRowPair> rows) {
+    this.entries = entries;
+    this.rows = rows;
+  }
 
   /** One pair per key; {@code check} sees each decoded key and value (Spark's format check). */
-  static StateStoreIterator<UnsafeRowPair> singleValued(
+  static RowPairs singleValued(
       CloseableIterator<KeyValue> entries,
       ColumnFamilyCodec codec,
       BiConsumer<UnsafeRow, UnsafeRow> check) {
-    return closing(entries, new SingleValuePairs(entries, codec, check));
+    return new RowPairs(entries, new SingleValuePairs(entries, codec, check));
   }
 
   /** One pair per value of a multi-valued key, the key repeated. */
-  static StateStoreIterator<UnsafeRowPair> multiValued(
-      CloseableIterator<KeyValue> entries, ColumnFamilyCodec codec) {
-    return closing(entries, new MultiValuePairs(entries, codec));
+  static RowPairs multiValued(CloseableIterator<KeyValue> entries, ColumnFamilyCodec codec) {
+    return new RowPairs(entries, new MultiValuePairs(entries, codec));
   }
 
-  private static StateStoreIterator<UnsafeRowPair> closing(
-      CloseableIterator<KeyValue> entries, Iterator<UnsafeRowPair> rows) {
-    return new StateStoreIterator<>(
-        CollectionConverters.asScala(rows),
-        () -> {
-          entries.close();
-          return BoxedUnit.UNIT;
-        });
+  @Override
+  public boolean hasNext() {
+    return rows.hasNext();
+  }
+
+  @Override
+  public UnsafeRowPair next() {
+    return rows.next();
+  }
+
+  @Override
+  public void close() {
+    entries.close();
   }
 
   private static final class SingleValuePairs implements Iterator<UnsafeRowPair> {

@@ -2,7 +2,6 @@ package io.streamstate.spark;
 
 import io.streamstate.spark.shared.StreamStateSettings;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Our configuration as this Spark line hands it to a provider: {@link StateStoreConf} read into the
@@ -19,7 +18,7 @@ public final class StreamStateConf extends StreamStateSettings {
   public static StreamStateConf from(StateStoreConf storeConf) {
     return new StreamStateConf(
         StreamStateSettings.parse(
-            CollectionConverters.asJava(storeConf.sqlConfs()),
+            ScalaInterop.javaMap(storeConf.sqlConfs()),
             storeConf.minVersionsToRetain(),
             storeConf.minDeltasForSnapshot()));
   }

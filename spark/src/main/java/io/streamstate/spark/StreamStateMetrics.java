@@ -9,7 +9,6 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSizeMetric
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomSumMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomTimingMetric;
 import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The custom metrics the provider reports for each commit, as static descriptors: the driver
@@ -161,7 +160,7 @@ public final class StreamStateMetrics {
   private StreamStateMetrics() {}
 
   static Seq<StateStoreCustomMetric> customMetrics() {
-    return CollectionConverters.asScala(ALL).toSeq();
+    return ScalaInterop.seq(ALL);
   }
 
   /**

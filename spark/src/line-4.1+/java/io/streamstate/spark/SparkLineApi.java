@@ -19,9 +19,7 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreSnapshotLastUploadInstanceMetric;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
-import scala.collection.immutable.Map$;
 import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The calls into Spark that differ between lines, for Spark 4.1 and later (this source is compiled
@@ -36,14 +34,13 @@ final class SparkLineApi {
 
   private SparkLineApi() {}
 
-  /** The Hadoop configuration key under which Spark passes the query's run id. */
-  static String runIdKey() {
-    return StreamExecution.RUN_ID_KEY();
+  /** The query's run id, which Spark passes in the Hadoop configuration; null if absent. */
+  static String runId(Configuration hadoopConf) {
+    return hadoopConf.get(StreamExecution.RUN_ID_KEY());
   }
 
   static Seq<StateStoreInstanceMetric> instanceMetrics() {
-    return CollectionConverters.asScala(List.<StateStoreInstanceMetric>of(SNAPSHOT_LAST_UPLOADED))
-        .toSeq();
+    return ScalaInterop.seq(List.<StateStoreInstanceMetric>of(SNAPSHOT_LAST_UPLOADED));
   }
 
   /**
@@ -62,10 +59,7 @@ final class SparkLineApi {
           SNAPSHOT_LAST_UPLOADED.withNewId(id.partitionId(), id.storeName()), lastSnapshotVersion);
     }
     return new StateStoreMetrics(
-        numKeys,
-        memoryUsedBytes,
-        Map$.MODULE$.from(CollectionConverters.asScala(custom)),
-        Map$.MODULE$.from(CollectionConverters.asScala(instance)));
+        numKeys, memoryUsedBytes, ScalaInterop.map(custom), ScalaInterop.map(instance));
   }
 
   /** Spark 4.1+ validates commits through the coordinator when asked to. */

@@ -9,43 +9,35 @@ import java.util.Map;
 import java.util.TreeSet;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
-import org.apache.spark.sql.execution.streaming.state.StateStoreCheckpointInfo;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
-import org.apache.spark.sql.execution.streaming.state.StateStoreErrors;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreIterator;
 import org.apache.spark.sql.execution.streaming.state.StateStoreMetrics;
-import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.TaskCompletionListener;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Option;
 import scala.collection.Iterator;
 import scala.collection.immutable.Set;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * One version of one partition's state, open in a task: a thin layer over a {@link
- * StateTransaction} that turns rows into bytes ({@link ColumnFamilyCodec}).
+ * StateTransaction} that turns rows into bytes ({@link ColumnFamilyCodec}). What every Spark line
+ * shares; each line's {@code StreamStateStore} (in {@code src/line-4.x} and {@code src/line-3.5})
+ * extends it with the members of its Spark's {@code StateStore} that name types only it has
+ * (iterators, column family specs, checkpoint info). Members whose signature is the same in the
+ * lines that have them are here, without {@code @Override} (this class implements no Spark trait;
+ * the line's subclass does).
  *
- * <p>The same class serves as the read-only store ({@link StreamStateProvider#getReadStore}, ended
- * by {@link #release()}) and the writable one; a read store becomes writable in place ({@link
- * StreamStateProvider#upgradeReadStoreToWriteStore}), as Spark's aggregation does between its
- * restore and save steps. Until it is committed, aborted or released, the store holds its
- * provider's one permit; a task completion listener releases it if the task forgets.
+ * <p>The same object serves as the read-only store (ended by {@link #release()} or {@link
+ * #abort()}) and the writable one; a read store becomes writable in place ({@link
+ * #upgradeToWritable}), as Spark's aggregation does between its restore and save steps. Until it is
+ * committed, aborted or released, the store holds its provider's one permit; a task completion
+ * listener releases it if the task forgets.
  *
  * <p>Thread confinement: the task thread that loaded the store uses it.
- *
- * <p>Over 600 lines because Spark's {@code StateStore} is that wide (get, multiGet, keyExists, four
- * scans with and without multiple values, put, merge, their list forms, remove, deleteRange, column
- * families, commit, metrics): each member is a few lines over the transaction and the codec, which
- * hold the logic.
  */
-final class StreamStateStore implements StateStore {
-  private static final Logger LOG = LoggerFactory.getLogger(StreamStateStore.class);
+abstract class StreamStateStoreBase {
+  private static final Logger LOG = LoggerFactory.getLogger(StreamStateStoreBase.class);
 
   private enum State {
     OPEN,
@@ -54,7 +46,7 @@ final class StreamStateStore implements StateStore {
     RELEASED
   }
 
-  private final StreamStateProvider provider;
+  private final StreamStateProviderBase provider;
   private final StateTransaction tx;
   private final RowCounts rowCounts;
   private final long version;
@@ -73,8 +65,8 @@ final class StreamStateStore implements StateStore {
   private StateStoreMetrics committedMetrics;
   private boolean rowFormatValidated;
 
-  StreamStateStore(
-      StreamStateProvider provider,
+  StreamStateStoreBase(
+      StreamStateProviderBase provider,
       StateTransaction tx,
       long version,
       boolean readOnly,
@@ -87,7 +79,7 @@ final class StreamStateStore implements StateStore {
     this.forceSnapshotOnCommit = forceSnapshotOnCommit;
   }
 
-  StreamStateProvider provider() {
+  StreamStateProviderBase provider() {
     return provider;
   }
 
@@ -155,17 +147,14 @@ final class StreamStateStore implements StateStore {
   // ---------------------------------------------------------------------------------------------
   // ReadStateStore
 
-  @Override
   public StateStoreId id() {
     return provider.stateStoreId();
   }
 
-  @Override
   public long version() {
     return version;
   }
 
-  @Override
   public UnsafeRow get(UnsafeRow key, String colFamilyName) {
     checkOpen("get");
     requireKey(key);
@@ -175,17 +164,17 @@ final class StreamStateStore implements StateStore {
     return value;
   }
 
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
+  // Spark 4.2 API
   public Iterator<UnsafeRow> multiGet(UnsafeRow[] keys, String colFamilyName) {
     checkOpen("multiGet");
     List<UnsafeRow> values = new ArrayList<>(keys.length);
     for (UnsafeRow key : keys) {
       values.add(get(key, colFamilyName));
     }
-    return CollectionConverters.asScala(values.iterator());
+    return ScalaInterop.iterator(values.iterator());
   }
 
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
+  // Spark 4.2 API
   public boolean keyExists(UnsafeRow key, String colFamilyName) {
     checkOpen("keyExists");
     requireKey(key);
@@ -193,74 +182,55 @@ final class StreamStateStore implements StateStore {
     return tx.exists(colFamilyName, codec.encodeKey(key));
   }
 
-  @Override
   public Iterator<UnsafeRow> valuesIterator(UnsafeRow key, String colFamilyName) {
     checkOpen("valuesIterator");
     requireKey(key);
     ColumnFamilyCodec codec = multiValued("valuesIterator", colFamilyName);
-    return CollectionConverters.asScala(
-        codec.decodeValues(tx.get(colFamilyName, codec.encodeKey(key))));
+    return ScalaInterop.iterator(codec.decodeValues(tx.get(colFamilyName, codec.encodeKey(key))));
   }
 
-  @Override
-  public StateStoreIterator<UnsafeRowPair> prefixScan(UnsafeRow prefixKey, String colFamilyName) {
-    checkOpen("prefixScan");
-    ColumnFamilyCodec codec = provider.codec(colFamilyName);
-    requireCapability(codec.supportsPrefixScan(), "prefixScan", codec);
-    return pairs(tx.prefixIterator(colFamilyName, codec.encodePrefix(prefixKey)), codec, false);
+  /** The rows whose key starts with {@code prefixKey}, for the line's {@code prefixScan}. */
+  final RowPairs prefixRows(
+      String operation, UnsafeRow prefixKey, String colFamilyName, boolean multipleValues) {
+    checkOpen(operation);
+    ColumnFamilyCodec codec =
+        multipleValues ? multiValued(operation, colFamilyName) : provider.codec(colFamilyName);
+    requireCapability(codec.supportsPrefixScan(), operation, codec);
+    return pairs(
+        tx.prefixIterator(colFamilyName, codec.encodePrefix(prefixKey)), codec, multipleValues);
   }
 
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
-  public StateStoreIterator<UnsafeRowPair> prefixScanWithMultiValues(
-      UnsafeRow prefixKey, String colFamilyName) {
-    checkOpen("prefixScanWithMultiValues");
-    ColumnFamilyCodec codec = multiValued("prefixScanWithMultiValues", colFamilyName);
-    requireCapability(codec.supportsPrefixScan(), "prefixScanWithMultiValues", codec);
-    return pairs(tx.prefixIterator(colFamilyName, codec.encodePrefix(prefixKey)), codec, true);
+  /** The rows from {@code startKey} (inclusive) to {@code endKey} (exclusive), for 4.2's scans. */
+  final RowPairs rangeRows(
+      String operation,
+      Option<UnsafeRow> startKey,
+      Option<UnsafeRow> endKey,
+      String colFamilyName,
+      boolean multipleValues) {
+    checkOpen(operation);
+    ColumnFamilyCodec codec =
+        multipleValues ? multiValued(operation, colFamilyName) : provider.codec(colFamilyName);
+    requireCapability(codec.supportsRangeScan(), operation, codec);
+    return pairs(range(codec, colFamilyName, startKey, endKey), codec, multipleValues);
   }
 
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
-  public StateStoreIterator<UnsafeRowPair> rangeScan(
-      Option<UnsafeRow> startKey, Option<UnsafeRow> endKey, String colFamilyName) {
-    checkOpen("rangeScan");
-    ColumnFamilyCodec codec = provider.codec(colFamilyName);
-    requireCapability(codec.supportsRangeScan(), "rangeScan", codec);
-    return pairs(range(codec, colFamilyName, startKey, endKey), codec, false);
+  /** Every row of the family, for the line's {@code iterator}. */
+  final RowPairs allRows(String operation, String colFamilyName, boolean multipleValues) {
+    checkOpen(operation);
+    ColumnFamilyCodec codec =
+        multipleValues ? multiValued(operation, colFamilyName) : provider.codec(colFamilyName);
+    return pairs(tx.iterator(colFamilyName), codec, multipleValues);
   }
 
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
-  public StateStoreIterator<UnsafeRowPair> rangeScanWithMultiValues(
-      Option<UnsafeRow> startKey, Option<UnsafeRow> endKey, String colFamilyName) {
-    checkOpen("rangeScanWithMultiValues");
-    ColumnFamilyCodec codec = multiValued("rangeScanWithMultiValues", colFamilyName);
-    requireCapability(codec.supportsRangeScan(), "rangeScanWithMultiValues", codec);
-    return pairs(range(codec, colFamilyName, startKey, endKey), codec, true);
-  }
-
-  @Override
-  public StateStoreIterator<UnsafeRowPair> iterator(String colFamilyName) {
-    checkOpen("iterator");
-    ColumnFamilyCodec codec = provider.codec(colFamilyName);
-    return pairs(tx.iterator(colFamilyName), codec, false);
-  }
-
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
-  public StateStoreIterator<UnsafeRowPair> iteratorWithMultiValues(String colFamilyName) {
-    checkOpen("iteratorWithMultiValues");
-    ColumnFamilyCodec codec = multiValued("iteratorWithMultiValues", colFamilyName);
-    return pairs(tx.iterator(colFamilyName), codec, true);
-  }
-
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
+  // Spark 4.2 API
   public Set<String> allColumnFamilyNames() {
     var names = new TreeSet<String>(tx.columnFamilies());
     names.removeIf(RowCounts::isInternal);
-    return CollectionConverters.asScala(names).toSet();
+    return ScalaInterop.set(names);
   }
 
   /** Ends a read store (or an uncommitted store) without changing anything. Idempotent. */
-  // Spark 4.1+ API (no @Override: this source is also compiled against 4.0, where abort() ends a
-  // read store; see abort())
+  // Spark 4.1+ API (4.0 and 3.5 end read stores with abort())
   public synchronized void release() {
     if (state == State.OPEN) {
       if (!readOnly) {
@@ -280,7 +250,6 @@ final class StreamStateStore implements StateStore {
    * Drops the changes; on a read store, ends it (Spark 4.0 has no {@code release()} and ends read
    * stores this way). Idempotent; a no-op after commit.
    */
-  @Override
   public synchronized void abort() {
     if (state == State.OPEN) {
       state = State.ABORTED;
@@ -295,10 +264,9 @@ final class StreamStateStore implements StateStore {
   // ---------------------------------------------------------------------------------------------
   // StateStore
 
-  @Override
-  public boolean removeColFamilyIfExists(String colFamilyName) {
+  /** Drops a column family; the line checks the name first. */
+  final boolean dropFamily(String colFamilyName) {
     checkWritable("removeColFamilyIfExists");
-    checkFamilyName("remove_col_family", colFamilyName, false);
     if (RowCounts.isInternal(colFamilyName)) {
       return false;
     }
@@ -310,16 +278,10 @@ final class StreamStateStore implements StateStore {
     return removed;
   }
 
-  @Override
-  public void createColFamilyIfAbsent(
-      String colFamilyName,
-      StructType keySchema,
-      StructType valueSchema,
-      KeyStateEncoderSpec keyStateEncoderSpec,
-      boolean useMultipleValuesPerKey,
-      boolean isInternal) {
+  /** Creates a column family if absent, with its codec; the line checks the name first. */
+  final void createFamily(ColumnFamilyCodec codec, boolean isInternal) {
     checkOpen("createColFamilyIfAbsent");
-    checkFamilyName("create_col_family", colFamilyName, isInternal);
+    String colFamilyName = codec.name();
     if (RowCounts.isInternal(colFamilyName)) {
       throw new IllegalArgumentException(
           "Column family name '" + colFamilyName + "' is reserved by streamstate");
@@ -328,12 +290,14 @@ final class StreamStateStore implements StateStore {
       tx.createColumnFamily(colFamilyName);
     }
     rowCounts.declared(colFamilyName, isInternal);
-    provider.registerCodec(
-        new ColumnFamilyCodec(
-            colFamilyName, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey));
+    provider.registerCodec(codec);
   }
 
-  @Override
+  /** Whether the operator declared column families (4.x); the line refuses them otherwise. */
+  final boolean usesColumnFamilies() {
+    return provider.useColumnFamilies();
+  }
+
   public void put(UnsafeRow key, UnsafeRow value, String colFamilyName) {
     checkWritable("put");
     requireKey(key);
@@ -346,7 +310,7 @@ final class StreamStateStore implements StateStore {
     rowCounts.put(colFamilyName, codec.encodeKey(key), encoded);
   }
 
-  // Spark 4.1+ API (no @Override: also compiled against 4.0)
+  // Spark 4.1+ API
   public void putList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
     checkWritable("putList");
     requireKey(key);
@@ -355,7 +319,6 @@ final class StreamStateStore implements StateStore {
     rowCounts.put(colFamilyName, codec.encodeKey(key), codec.appendValues(null, values));
   }
 
-  @Override
   public void remove(UnsafeRow key, String colFamilyName) {
     checkWritable("remove");
     requireKey(key);
@@ -363,7 +326,7 @@ final class StreamStateStore implements StateStore {
     rowCounts.delete(colFamilyName, codec.encodeKey(key));
   }
 
-  // Spark 4.2 API (no @Override: this source is also compiled against 4.1, which lacks it)
+  // Spark 4.2 API
   public void deleteRange(UnsafeRow beginKey, UnsafeRow endKey, String colFamilyName) {
     checkWritable("deleteRange");
     requireKey(beginKey);
@@ -380,13 +343,12 @@ final class StreamStateStore implements StateStore {
   }
 
   /** Appends a value (read, append, write: the engine has no merge operator). */
-  @Override
   public void merge(UnsafeRow key, UnsafeRow value, String colFamilyName) {
     requireValue(value);
     mergeList(key, new UnsafeRow[] {value}, colFamilyName);
   }
 
-  // Spark 4.1+ API (no @Override: also compiled against 4.0)
+  // Spark 4.1+ API
   public void mergeList(UnsafeRow key, UnsafeRow[] values, String colFamilyName) {
     checkWritable("merge");
     requireKey(key);
@@ -406,7 +368,6 @@ final class StreamStateStore implements StateStore {
    * {@code forceSnapshotOnCommit}, also takes the local checkpoint of the new version and leaves
    * its upload to the background: the commit never waits on snapshot files.
    */
-  @Override
   public synchronized long commit() {
     checkWritable("commit");
     long newVersion;
@@ -445,7 +406,6 @@ final class StreamStateStore implements StateStore {
     return newVersion;
   }
 
-  @Override
   public StateStoreMetrics metrics() {
     StateStoreMetrics m = committedMetrics;
     if (m != null) {
@@ -459,19 +419,15 @@ final class StreamStateStore implements StateStore {
         -1);
   }
 
-  @Override
-  public StateStoreCheckpointInfo getStateStoreCheckpointInfo() {
-    long batchVersion = committedVersion > 0 ? committedVersion : version + 1;
-    return new StateStoreCheckpointInfo(
-        id().partitionId(), batchVersion, Option.empty(), Option.empty());
+  /** The version this store's commit made, or will make (Spark 4.x's checkpoint info). */
+  final long batchVersion() {
+    return committedVersion > 0 ? committedVersion : version + 1;
   }
 
-  @Override
   public boolean hasCommitted() {
     return state == State.COMMITTED;
   }
 
-  @Override
   public String toString() {
     return "StreamStateStore["
         + describeStore()
@@ -505,7 +461,7 @@ final class StreamStateStore implements StateStore {
   }
 
   /** Rows of an engine iterator ({@link RowPairs}), single-valued ones checked once per store. */
-  private StateStoreIterator<UnsafeRowPair> pairs(
+  private RowPairs pairs(
       CloseableIterator<KeyValue> entries, ColumnFamilyCodec codec, boolean multipleValues) {
     return multipleValues
         ? RowPairs.multiValued(entries, codec)
@@ -517,9 +473,9 @@ final class StreamStateStore implements StateStore {
     if (rowFormatValidated || value == null || provider.useColumnFamilies()) {
       return;
     }
-    ColumnFamilyCodec codec = provider.codec(StateStore.DEFAULT_COL_FAMILY_NAME());
+    ColumnFamilyCodec codec = provider.codec(StreamStateProviderBase.DEFAULT_FAMILY);
     SparkLineApi.validateStateRowFormat(
-        key, codec.spec().keySchema(), value, codec.valueSchema(), id(), provider.storeConf());
+        key, codec.keySchema(), value, codec.valueSchema(), id(), provider.storeConf());
     rowFormatValidated = true;
   }
 
@@ -546,26 +502,11 @@ final class StreamStateStore implements StateStore {
               + "' of "
               + describeStore()
               + " with key encoder spec "
-              + codec.spec());
+              + codec.keyLayout());
     }
   }
 
-  private void checkFamilyName(String operation, String name, boolean isInternal) {
-    if (!provider.useColumnFamilies()) {
-      throw StateStoreErrors.unsupportedOperationException(
-          operation, "multiple column families are disabled for this operator");
-    }
-    if (name.isEmpty()
-        || !name.trim().equals(name)
-        || (name.equals(StateStore.DEFAULT_COL_FAMILY_NAME()) && !isInternal)) {
-      throw StateStoreErrors.cannotUseColumnFamilyWithInvalidName(operation, name);
-    }
-    if (!isInternal && name.charAt(0) == '$') {
-      throw StateStoreErrors.cannotCreateColumnFamilyWithReservedChars(name);
-    }
-  }
-
-  private void checkOpen(String operation) {
+  final void checkOpen(String operation) {
     if (providerClosed && state == State.OPEN) {
       throw new IllegalStateException(
           "Cannot " + operation + " on " + this + ": its provider was closed");
@@ -576,7 +517,7 @@ final class StreamStateStore implements StateStore {
     }
   }
 
-  private void checkWritable(String operation) {
+  final void checkWritable(String operation) {
     checkOpen(operation);
     if (readOnly) {
       throw new IllegalStateException("Cannot " + operation + " on read-only " + this);
@@ -604,7 +545,7 @@ final class StreamStateStore implements StateStore {
     }
   }
 
-  private String describeStore() {
-    return StreamStateProvider.describe(id());
+  final String describeStore() {
+    return StreamStateProviderBase.describe(id());
   }
 }

@@ -30,24 +30,20 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.TaskContext;
-import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
-import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
-import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
-import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
-import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
-import org.apache.spark.sql.types.StructType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import scala.Option;
-import scala.collection.immutable.Seq;
 
 /**
- * Spark 4.2's {@code StateStoreProvider} over the streamstate engine: set {@code
- * spark.sql.streaming.stateStore.providerClass=io.streamstate.spark.StreamStateProvider}.
+ * A {@code StateStoreProvider} over the streamstate engine, as every Spark line shares it: users
+ * set {@code
+ * spark.sql.streaming.stateStore.providerClass=io.streamstate.spark.StreamStateProvider}, the
+ * line's subclass (in {@code src/line-4.x} and {@code src/line-3.5}), which adds the members of its
+ * Spark's trait (init, the ways to get a store) and turns them into {@link #initStore}, {@link
+ * #open} and {@link #upgradeForWrite}.
  *
  * <p>One provider instance is one partition of one operator's state: one {@link VersionedStore}
  * whose durable files live in the store's checkpoint directory ({@code
@@ -74,13 +70,20 @@ import scala.collection.immutable.Seq;
  * repartitioning), and streaming {@code transformWithState}, which Spark 4.2 refuses for every
  * provider but its own RocksDB one, by class name, before a provider is ever created.
  *
- * <p>Over 600 lines because it is Spark's trait, whole: the class Spark makes by name, whose
- * members (init, the three ways to get a store, maintenance, close, metrics descriptors) are
- * Spark's, plus the one-open-store permit they share. Everything below a store's open is the
- * engine's ({@code VersionedStore}); a store's row work is {@link StreamStateStore}'s.
+ * <p>Over 600 lines because it is Spark's provider lifecycle, whole: opening the engine,
+ * maintenance, close, metrics, and the one-open-store permit they share. Everything below a store's
+ * open is the engine's ({@code VersionedStore}); a store's row work is {@link
+ * StreamStateStoreBase}'s.
  */
-public class StreamStateProvider extends SparkLineProvider implements StateStoreProvider {
-  private static final Logger LOG = LoggerFactory.getLogger(StreamStateProvider.class);
+abstract class StreamStateProviderBase {
+  /**
+   * The column family of a store without column families, and Spark 4.x's default one ({@code
+   * StateStore.DEFAULT_COL_FAMILY_NAME}); 3.5's rows live in it too, so a checkpoint moves between
+   * lines.
+   */
+  static final String DEFAULT_FAMILY = "default";
+
+  private static final Logger LOG = LoggerFactory.getLogger(StreamStateProviderBase.class);
 
   /**
    * Providers initialised and not closed in a process: each one's share of the memory budget. A
@@ -95,7 +98,7 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
   /** The one permit to have a store open; held from load until commit, abort or release. */
   private final Semaphore permit = new Semaphore(1, true);
 
-  private final AtomicReference<StreamStateStore> openStore = new AtomicReference<>();
+  private final AtomicReference<StreamStateStoreBase> openStore = new AtomicReference<>();
 
   /** Maintenance takes the read lock, close and the engine's close the write lock. */
   private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
@@ -143,27 +146,23 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
   /** Engine counters at the previous commit; guarded by {@link #permit}. */
   private StoreMetrics.Snapshot metricsAtLastCommit;
 
-  /** Spark instantiates providers by reflection; the driver never calls {@link #init}. */
-  public StreamStateProvider() {
+  /** Spark instantiates providers by reflection; the driver never calls {@code init}. */
+  StreamStateProviderBase() {
     // Here, not in init: init's signature differs per Spark line, so on another line Spark would
     // call a method this class lacks; the constructor is what every line calls first.
     SparkLine.checkRunningSpark();
   }
 
-  @Override
-  public void init(
+  /**
+   * Opens the engine for one partition's store: what the line's {@code init} does once it has
+   * turned its arguments into the default column family's codec.
+   */
+  final void initStore(
       StateStoreId stateStoreId,
-      StructType keySchema,
-      StructType valueSchema,
-      KeyStateEncoderSpec keyStateEncoderSpec,
+      ColumnFamilyCodec defaultCodec,
       boolean useColumnFamilies,
       StateStoreConf storeConfs,
-      Configuration hadoopConf,
-      boolean useMultipleValuesPerKey,
-      Option<StateSchemaProvider> stateSchemaProvider) {
-    if (storeConfs.enableStateStoreCheckpointIds()) {
-      throw checkpointIdsUnsupported(stateStoreId);
-    }
+      Configuration hadoopConf) {
     this.storeId = stateStoreId;
     this.storeConf = storeConfs;
     this.hadoopConf = hadoopConf;
@@ -171,16 +170,10 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
     this.conf = StreamStateConf.from(storeConfs);
     // Read here, not in a static field: the class must load on any Spark line, so that its
     // constructor can refuse another line with a clear message (SparkLine).
-    String runId = hadoopConf.get(SparkLineApi.runIdKey());
+    String runId = SparkLineApi.runId(hadoopConf);
     this.providerId =
         runId == null ? null : new StateStoreProviderId(stateStoreId, UUID.fromString(runId));
-    codecs.put(
-        StateStore.DEFAULT_COL_FAMILY_NAME(),
-        new ColumnFamilyCodec(
-            StateStore.DEFAULT_COL_FAMILY_NAME(),
-            valueSchema,
-            keyStateEncoderSpec,
-            useMultipleValuesPerKey));
+    codecs.put(DEFAULT_FAMILY, defaultCodec);
     ProcessResources resources = ProcessResources.shared(); // Spark made us by class name
     StoreLocations.Location location =
         StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
@@ -219,84 +212,31 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
         localDir);
   }
 
-  @Override
   public StateStoreId stateStoreId() {
     return storeId;
   }
 
-  /** What Spark 4.1 calls (its {@code getStore} has no snapshot or empty-load flags). */
-  public StateStore getStore(long version, Option<String> stateStoreCkptId) {
-    return getStore(version, stateStoreCkptId, false, false);
-  }
-
   /**
-   * What Spark 4.2 calls. No {@code @Override}: this source is also compiled against Spark 4.1,
-   * where this method is not Spark's (docs/spark-lines.md, section 1).
+   * The writable store of {@code version} for a task that holds {@code readStore}: that store made
+   * writable in place if it is still open at that version, else a fresh load (the read store
+   * released). Spark 4.1+ asks for this ({@code upgradeReadStoreToWriteStore}).
    */
-  public StateStore getStore(
-      long version,
-      Option<String> stateStoreCkptId,
-      boolean forceSnapshotOnCommit,
-      boolean loadEmpty) {
+  final StreamStateStoreBase upgradeForWrite(
+      StreamStateStoreBase readStore, long version, boolean forceSnapshotOnCommit) {
+    if (readStore.provider() != this) {
+      // The provider was unloaded and replaced between the read and the write phase of the
+      // task: the read store still holds the original provider's permit, so upgrade there.
+      return readStore.provider().upgradeForWrite(readStore, version, forceSnapshotOnCommit);
+    }
+    if (readStore.version() == version && readStore.upgradeToWritable(forceSnapshotOnCommit)) {
+      return readStore;
+    }
+    readStore.release();
     checkInitialized();
-    if (stateStoreCkptId.isDefined()) {
-      throw checkpointIdsUnsupported(storeId);
-    }
-    if (loadEmpty) {
-      throw new UnsupportedOperationException(
-          "streamstate cannot create an empty store at version "
-              + version
-              + " of "
-              + describe(storeId)
-              + " (loadEmpty, used by offline state repartitioning)");
-    }
     return open(version, false, forceSnapshotOnCommit);
   }
 
-  @Override
-  public ReadStateStore getReadStore(long version, Option<String> uniqueId) {
-    checkInitialized();
-    if (uniqueId.isDefined()) {
-      throw checkpointIdsUnsupported(storeId);
-    }
-    return open(version, true, false);
-  }
-
-  /** What Spark 4.1 calls (without the snapshot flag). */
-  public StateStore upgradeReadStoreToWriteStore(
-      ReadStateStore readStore, long version, Option<String> uniqueId) {
-    return upgradeReadStoreToWriteStore(readStore, version, uniqueId, false);
-  }
-
-  /**
-   * What Spark 4.2 calls; no {@code @Override}, as {@link #getStore(long, Option, boolean,
-   * boolean)}.
-   */
-  public StateStore upgradeReadStoreToWriteStore(
-      ReadStateStore readStore,
-      long version,
-      Option<String> uniqueId,
-      boolean forceSnapshotOnCommit) {
-    if (readStore instanceof StreamStateStore ours) {
-      if (ours.provider() != this) {
-        // The provider was unloaded and replaced between the read and the write phase of the
-        // task: the read store still holds the original provider's permit, so upgrade there.
-        return ours.provider()
-            .upgradeReadStoreToWriteStore(readStore, version, uniqueId, forceSnapshotOnCommit);
-      }
-      if (uniqueId.isDefined()) {
-        throw checkpointIdsUnsupported(storeId);
-      }
-      if (ours.version() == version && ours.upgradeToWritable(forceSnapshotOnCommit)) {
-        return ours;
-      }
-      ours.release();
-    }
-    return getStore(version, uniqueId, forceSnapshotOnCommit, false);
-  }
-
   /** Snapshots if due, then applies retention. Failures are logged: maintenance is best effort. */
-  @Override
   public void doMaintenance() {
     lifecycle.readLock().lock();
     try {
@@ -335,7 +275,6 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
    *
    * Loads waiting for the permit fail at once. The durable state stays as of the last commit.
    */
-  @Override
   public void close() {
     lifecycle.writeLock().lock();
     try {
@@ -346,7 +285,7 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
       closed = true;
       liveProviders.count.decrementAndGet();
       boolean free;
-      StreamStateStore open = null;
+      StreamStateStoreBase open = null;
       synchronized (closeLock) {
         free = permit.tryAcquire();
         if (!free) {
@@ -402,11 +341,6 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
     } else {
       permit.release();
     }
-  }
-
-  @Override
-  public Seq<StateStoreCustomMetric> supportedCustomMetrics() {
-    return StreamStateMetrics.customMetrics();
   }
 
   @Override
@@ -466,7 +400,7 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
   }
 
   /** Called by a store when it stops being open (commit, abort, release). */
-  void storeFinished(StreamStateStore finished) {
+  void storeFinished(StreamStateStoreBase finished) {
     if (openStore.compareAndSet(finished, null)) {
       releasePermit();
     }
@@ -532,21 +466,25 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
 
   // ---------------------------------------------------------------------------------------------
 
-  private StreamStateStore open(long version, boolean readOnly, boolean forceSnapshotOnCommit) {
+  /** A store of the line's kind over a transaction ({@code new StreamStateStore(...)}). */
+  abstract StreamStateStoreBase newStore(
+      StateTransaction tx, long version, boolean readOnly, boolean forceSnapshotOnCommit);
+
+  final StreamStateStoreBase open(long version, boolean readOnly, boolean forceSnapshotOnCommit) {
     if (!readOnly) {
-      StreamStateStore upgraded = upgradeOwnReadStore(version, forceSnapshotOnCommit);
+      StreamStateStoreBase upgraded = upgradeOwnReadStore(version, forceSnapshotOnCommit);
       if (upgraded != null) {
         return upgraded;
       }
     }
     acquirePermit(version);
-    StreamStateStore opened = null;
+    StreamStateStoreBase opened = null;
     try {
       StateTransaction tx = store.begin(version);
       if (readOnly) {
         tx.expectCommit(false); // group commits of other tasks need not wait for it
       }
-      opened = new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
+      opened = newStore(tx, version, readOnly, forceSnapshotOnCommit);
       openStore.set(opened);
       if (closed) {
         // Closed while loading: close() left ending this store to us (and the engine's close).
@@ -624,8 +562,8 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
    * becomes the writable store in place, as {@link #upgradeReadStoreToWriteStore} does on 4.1+.
    * Null if the task holds no such store.
    */
-  private StreamStateStore upgradeOwnReadStore(long version, boolean forceSnapshotOnCommit) {
-    StreamStateStore current = openStore.get();
+  private StreamStateStoreBase upgradeOwnReadStore(long version, boolean forceSnapshotOnCommit) {
+    StreamStateStoreBase current = openStore.get();
     TaskContext task = TaskContext.get();
     if (current != null
         && task != null
@@ -638,7 +576,7 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
   }
 
   private void acquirePermit(long version) {
-    StreamStateStore current = openStore.get();
+    StreamStateStoreBase current = openStore.get();
     TaskContext task = TaskContext.get();
     if (current != null && task != null && current.isOpenReadOnlyOf(task.taskAttemptId())) {
       // The same task left a read store open and now asks for a store of another version: the
@@ -692,7 +630,7 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
     return new IllegalStateException("State store provider " + describe(storeId) + " is closed");
   }
 
-  private void checkInitialized() {
+  final void checkInitialized() {
     if (store == null) {
       throw new IllegalStateException("StreamStateProvider used before init()");
     }
@@ -712,16 +650,5 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
     } catch (RuntimeException e) {
       LOG.debug("Could not report snapshot {} of {} to the coordinator", version, providerId, e);
     }
-  }
-
-  private static UnsupportedOperationException checkpointIdsUnsupported(StateStoreId id) {
-    return new UnsupportedOperationException(
-        "streamstate does not support state store checkpoint format version 2 (checkpoint ids),"
-            + " requested for state store "
-            + (id == null ? "?" : describe(id))
-            + ". Set "
-            + StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION
-            + "=1 (the default) for queries"
-            + " using io.streamstate.spark.StreamStateProvider.");
   }
 }

@@ -11,8 +11,6 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreMetrics;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProviderId;
 import org.apache.spark.sql.types.StructType;
-import scala.collection.immutable.Map$;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The calls into Spark that differ between lines, for Spark 4.0 (the 4.1+ version is in the spark
@@ -21,9 +19,9 @@ import scala.jdk.javaapi.CollectionConverters;
 final class SparkLineApi {
   private SparkLineApi() {}
 
-  /** The Hadoop configuration key under which Spark passes the query's run id. */
-  static String runIdKey() {
-    return StreamExecution.RUN_ID_KEY();
+  /** The query's run id, which Spark passes in the Hadoop configuration; null if absent. */
+  static String runId(Configuration hadoopConf) {
+    return hadoopConf.get(StreamExecution.RUN_ID_KEY());
   }
 
   /** Spark's metrics object: 4.0 has no instance metrics, so the snapshot version is not sent. */
@@ -33,8 +31,7 @@ final class SparkLineApi {
       Map<StateStoreCustomMetric, Object> custom,
       StateStoreId id,
       long lastSnapshotVersion) {
-    return new StateStoreMetrics(
-        numKeys, memoryUsedBytes, Map$.MODULE$.from(CollectionConverters.asScala(custom)));
+    return new StateStoreMetrics(numKeys, memoryUsedBytes, ScalaInterop.map(custom));
   }
 
   /** Spark 4.0 has no commit validation through the coordinator. */

@@ -1,0 +1,153 @@
+package io.streamstate.spark;
+
+import io.streamstate.core.engine.StateTransaction;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
+import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
+import org.apache.spark.sql.execution.streaming.state.StateStore;
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
+import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
+import org.apache.spark.sql.execution.streaming.state.StateStoreId;
+import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+import scala.collection.immutable.Seq;
+
+/**
+ * Spark 4.x's {@code StateStoreProvider} (4.0, 4.1 and 4.2) over the streamstate engine: set {@code
+ * spark.sql.streaming.stateStore.providerClass=io.streamstate.spark.StreamStateProvider}.
+ *
+ * <p>One provider instance is one partition of one operator's state: one engine store whose durable
+ * files live in the store's checkpoint directory ({@code
+ * <checkpoint>/state/<operatorId>/<partitionId>[/<storeName>]/}, under {@code changelog/}, {@code
+ * snapshot/} and {@code sst/}) and whose working copy is a local RocksDB instance in a directory of
+ * its own (see {@link StreamStateConf#LOCAL_DIR}).
+ *
+ * <p>Life cycle, as Spark drives it:
+ *
+ * <ol>
+ *   <li>The driver creates instances with the no-arg constructor, never initialised, only to read
+ *       {@link #supportedCustomMetrics()}: the constructor does nothing but check the Spark line.
+ *   <li>On an executor {@link #init} opens the store (reading nothing yet).
+ *   <li>Each batch a task calls {@link #getStore} (or {@link #getReadStore}, then {@link
+ *       #upgradeReadStoreToWriteStore}), changes the store and commits it. One store of a provider
+ *       is open at a time: a second task waits for the first store to be committed, aborted or
+ *       released ({@link StreamStateConf#LOCK_TIMEOUT_MS}).
+ *   <li>Spark's maintenance thread calls {@link #doMaintenance()} (snapshots and retention), and
+ *       finally {@link #close()}.
+ * </ol>
+ *
+ * <p>Not supported, with a clear error: checkpoint format v2 ({@value
+ * StreamStateConf#SPARK_CHECKPOINT_FORMAT_VERSION} = 2), {@code loadEmpty} (offline state
+ * repartitioning). Spark 4.2 refuses streaming {@code transformWithState} for every provider but
+ * its own RocksDB one, by class name, before a provider is ever created (4.0 and 4.1 do not).
+ *
+ * <p>The lifecycle itself is {@link StreamStateProviderBase}'s, shared with the 3.5 line; this
+ * class holds the members only 4.x's trait has. Those only newer 4.x lines call carry no
+ * {@code @Override} (docs/spark-lines.md, "One source, compiled per line").
+ */
+public class StreamStateProvider extends SparkLineProvider implements StateStoreProvider {
+  public StreamStateProvider() {}
+
+  @Override
+  public void init(
+      StateStoreId stateStoreId,
+      StructType keySchema,
+      StructType valueSchema,
+      KeyStateEncoderSpec keyStateEncoderSpec,
+      boolean useColumnFamilies,
+      StateStoreConf storeConfs,
+      Configuration hadoopConf,
+      boolean useMultipleValuesPerKey,
+      Option<StateSchemaProvider> stateSchemaProvider) {
+    if (storeConfs.enableStateStoreCheckpointIds()) {
+      throw checkpointIdsUnsupported(stateStoreId);
+    }
+    initStore(
+        stateStoreId,
+        new EncoderSpecCodec(
+            DEFAULT_FAMILY, valueSchema, keyStateEncoderSpec, useMultipleValuesPerKey),
+        useColumnFamilies,
+        storeConfs,
+        hadoopConf);
+  }
+
+  /** What Spark 4.0 and 4.1 call (their {@code getStore} has no snapshot or empty-load flags). */
+  public StateStore getStore(long version, Option<String> stateStoreCkptId) {
+    return getStore(version, stateStoreCkptId, false, false);
+  }
+
+  /** What Spark 4.2 calls. */
+  public StateStore getStore(
+      long version,
+      Option<String> stateStoreCkptId,
+      boolean forceSnapshotOnCommit,
+      boolean loadEmpty) {
+    checkInitialized();
+    if (stateStoreCkptId.isDefined()) {
+      throw checkpointIdsUnsupported(stateStoreId());
+    }
+    if (loadEmpty) {
+      throw new UnsupportedOperationException(
+          "streamstate cannot create an empty store at version "
+              + version
+              + " of "
+              + describe(stateStoreId())
+              + " (loadEmpty, used by offline state repartitioning)");
+    }
+    return (StateStore) open(version, false, forceSnapshotOnCommit);
+  }
+
+  @Override
+  public ReadStateStore getReadStore(long version, Option<String> uniqueId) {
+    checkInitialized();
+    if (uniqueId.isDefined()) {
+      throw checkpointIdsUnsupported(stateStoreId());
+    }
+    return (ReadStateStore) open(version, true, false);
+  }
+
+  /** What Spark 4.1 calls (without the snapshot flag). */
+  public StateStore upgradeReadStoreToWriteStore(
+      ReadStateStore readStore, long version, Option<String> uniqueId) {
+    return upgradeReadStoreToWriteStore(readStore, version, uniqueId, false);
+  }
+
+  /** What Spark 4.2 calls. */
+  public StateStore upgradeReadStoreToWriteStore(
+      ReadStateStore readStore,
+      long version,
+      Option<String> uniqueId,
+      boolean forceSnapshotOnCommit) {
+    if (readStore instanceof StreamStateStoreBase ours) {
+      if (uniqueId.isDefined()) {
+        throw checkpointIdsUnsupported(stateStoreId());
+      }
+      return (StateStore) upgradeForWrite(ours, version, forceSnapshotOnCommit);
+    }
+    return getStore(version, uniqueId, forceSnapshotOnCommit, false);
+  }
+
+  @Override
+  public Seq<StateStoreCustomMetric> supportedCustomMetrics() {
+    return StreamStateMetrics.customMetrics();
+  }
+
+  @Override
+  StreamStateStoreBase newStore(
+      StateTransaction tx, long version, boolean readOnly, boolean forceSnapshotOnCommit) {
+    return new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
+  }
+
+  private static UnsupportedOperationException checkpointIdsUnsupported(StateStoreId id) {
+    return new UnsupportedOperationException(
+        "streamstate does not support state store checkpoint format version 2 (checkpoint ids),"
+            + " requested for state store "
+            + (id == null ? "?" : describe(id))
+            + ". Set "
+            + StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION
+            + "=1 (the default) for queries"
+            + " using io.streamstate.spark.StreamStateProvider.");
+  }
+}
