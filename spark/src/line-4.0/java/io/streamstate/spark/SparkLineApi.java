@@ -14,7 +14,7 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The calls into Spark that differ between lines, for Spark 4.0 (the 4.1+ version is in the spark
- * module's {@code since-4.1} sources; docs/spark-lines.md, sections 1-3 and 8).
+ * module's {@code line-4.1+} sources; docs/spark-lines.md, sections 1-3 and 8).
  */
 final class SparkLineApi {
   private SparkLineApi() {}

@@ -6,8 +6,8 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.MemoryStream;
 
 /**
- * What the tests call in Spark that differs between lines, for Spark 4.0 (the 4.1+ version is in
- * the spark module's {@code test-since-4.1} sources).
+ * What the tests call in Spark that differs between lines, for Spark 3.5 and 4.0 (the 4.1+ version
+ * is in {@code src/test-line-4.1+}).
  */
 final class SparkLineTestApi {
   private SparkLineTestApi() {}
@@ -16,7 +16,7 @@ final class SparkLineTestApi {
     return MemoryStream.apply(encoder, spark.sqlContext());
   }
 
-  /** Spark 4.0's coordinator tracks no snapshot lag: no store is ever counted as lagging. */
+  /** Spark 3.5's and 4.0's coordinators track no snapshot lag: no store is counted as lagging. */
   static boolean noLaggingStores(UUID runId, long latestVersion) {
     return true;
   }

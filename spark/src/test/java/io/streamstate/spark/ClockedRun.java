@@ -26,7 +26,6 @@ import org.apache.spark.sql.streaming.Trigger;
 import org.apache.spark.util.ManualClock;
 import scala.Option;
 import scala.Tuple3;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Runs a streaming query deterministically: a {@link ManualClock} drives a processing-time trigger,
@@ -192,7 +191,7 @@ final class ClockedRun {
         awaitIdle(running, clock);
         for (Object step : steps.steps) {
           if (step instanceof Data d) {
-            streams.get(d.input()).addData(CollectionConverters.asScala(d.events()));
+            streams.get(d.input()).addData(ScalaInterop.seq(d.events()));
           } else if (step == Tick.INSTANCE) {
             clock.advance(TICK_MS);
             awaitIdle(running, clock);
@@ -219,8 +218,8 @@ final class ClockedRun {
       }
       List<Row> out =
           mode == OutputMode.Complete()
-              ? CollectionConverters.asJava(sink.latestBatchData())
-              : CollectionConverters.asJava(sink.allData());
+              ? ScalaInterop.javaList(sink.latestBatchData())
+              : ScalaInterop.javaList(sink.allData());
       List<String> rows = new ArrayList<>();
       for (Row r : out) {
         rows.add(r.toString());

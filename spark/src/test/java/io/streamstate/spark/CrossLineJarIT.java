@@ -49,7 +49,9 @@ class CrossLineJarIT {
         .exists();
     assertThat(Paths.get(classpathFile)).as("the classpath file (likewise)").exists();
     List<String> classpath = SparkLineProbe.classpathOf(classpathFile);
-    String builtFor = builtFor(Paths.get(jar));
+    Properties built = builtFor(Paths.get(jar));
+    String builtFor = built.getProperty("spark.version");
+    String builtForScala = built.getProperty("scala.binary.version");
     String running = null;
     String scala = null;
     for (String entry : classpath) {
@@ -66,7 +68,9 @@ class CrossLineJarIT {
     String message =
         "streamstate: this jar (streamstate-spark-runtime-"
             + line(builtFor)
-            + "_2.13) was built for Spark "
+            + "_"
+            + builtForScala
+            + ") was built for Spark "
             + builtFor
             + " (line "
             + line(builtFor)
@@ -100,14 +104,14 @@ class CrossLineJarIT {
     return major > 4 || (major == 4 && Integer.parseInt(parts[1]) >= 1);
   }
 
-  /** The Spark version a runtime jar was built for (its spark-line.properties). */
-  private static String builtFor(Path jar) throws IOException {
+  /** What a runtime jar was built for (its spark-line.properties). */
+  private static Properties builtFor(Path jar) throws IOException {
     try (ZipFile zip = new ZipFile(jar.toFile());
         InputStream in =
             zip.getInputStream(zip.getEntry("io/streamstate/spark/spark-line.properties"))) {
       Properties p = new Properties();
       p.load(in);
-      return p.getProperty("spark.version");
+      return p;
     }
   }
 

@@ -30,7 +30,6 @@ import org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The task side of {@link HedgedFileCommitProtocol}, driven as {@code FileFormatWriter} drives it
@@ -74,9 +73,8 @@ class HedgedFileCommitProtocolTest {
 
   private static List<SinkFileStatus> statuses(FileCommitProtocol.TaskCommitMessage message) {
     @SuppressWarnings("unchecked")
-    scala.collection.immutable.Seq<SinkFileStatus> seq =
-        (scala.collection.immutable.Seq<SinkFileStatus>) message.obj();
-    return CollectionConverters.asJava(seq);
+    scala.collection.Seq<SinkFileStatus> seq = (scala.collection.Seq<SinkFileStatus>) message.obj();
+    return ScalaInterop.javaList(seq);
   }
 
   private static byte[] bytes(int n, long seed) {

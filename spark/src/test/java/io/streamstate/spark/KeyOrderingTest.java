@@ -34,7 +34,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Our provider iterates, prefix-scans and range-scans in exactly the order of Spark's own {@code
@@ -88,7 +87,7 @@ class KeyOrderingTest {
   }
 
   private static scala.collection.immutable.Seq<Object> ints(List<Integer> values) {
-    return CollectionConverters.asScala(new ArrayList<Object>(values)).toSeq();
+    return ScalaInterop.seq(new ArrayList<Object>(values));
   }
 
   private static UnsafeRow row(StructType schema, Object... values) {
@@ -302,7 +301,7 @@ class KeyOrderingTest {
                   key));
         }
         List<String> values = new ArrayList<>();
-        CollectionConverters.asJava(reloaded.valuesIterator(row(key, "b", 5L), cf))
+        ScalaInterop.javaIterator(reloaded.valuesIterator(row(key, "b", 5L), cf))
             .forEachRemaining(r -> values.add(String.valueOf(r.getInt(0))));
         seen.add("--values " + values);
         reloaded.abort();

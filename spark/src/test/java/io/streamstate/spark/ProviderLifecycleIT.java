@@ -21,25 +21,19 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.stream.Stream;
-import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StateOperatorProgress;
-import org.apache.spark.sql.streaming.StatefulProcessor;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
-import org.apache.spark.sql.streaming.TimeMode;
-import org.apache.spark.sql.streaming.TimerValues;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import scala.Tuple3;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * What surrounds the state itself: foreachBatch sinks (commit validation), custom metrics in query
@@ -101,9 +95,9 @@ class ProviderLifecycleIT {
                                         r.getString(1) + "," + r.getLong(2) + "," + r.getLong(3))))
             .start();
     try {
-      input.addData(CollectionConverters.asScala(List.of(ev("a", 100, 1), ev("b", 101, 2))));
+      input.addData(ScalaInterop.seq(List.of(ev("a", 100, 1), ev("b", 101, 2))));
       query.processAllAvailable();
-      input.addData(CollectionConverters.asScala(List.of(ev("a", 102, 3), ev("c", 104, 4))));
+      input.addData(ScalaInterop.seq(List.of(ev("a", 102, 3), ev("c", 104, 4))));
       query.processAllAvailable();
       // Batch 0 loads the (empty) state; a no-data batch may follow each data batch (the
       // watermark moved); the second data batch updates a and c.
@@ -226,6 +220,7 @@ class ProviderLifecycleIT {
 
   @Test
   void checkpointFormatVersion2IsRejectedWithAClearError() {
+    assumeTrue(TestSessions.sparkAtLeast(4, 0), "checkpoint format v2 exists from Spark 4.0 on");
     ClockedRun run = new ClockedRun(spark, 1, in -> windowedCounts(in.get(0)), OutputMode.Update());
     ClockedRun.Steps steps = new ClockedRun.Steps().data(0, ev("a", 1, 1)).tick();
 
@@ -238,42 +233,6 @@ class ProviderLifecycleIT {
                     Map.of(StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION, "2")))
         .hasStackTraceContaining("does not support state store checkpoint format version 2")
         .hasStackTraceContaining("spark.sql.streaming.stateStore.checkpointFormatVersion=1");
-  }
-
-  /** A processor that does nothing: Spark refuses it before it ever runs. */
-  static final class NoopProcessor extends StatefulProcessor<String, Row, String> {
-    @Override
-    public void init(OutputMode outputMode, TimeMode timeMode) {}
-
-    @Override
-    public scala.collection.Iterator<String> handleInputRows(
-        String key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
-      return scala.collection.Iterator$.MODULE$.empty();
-    }
-  }
-
-  @Test
-  void transformWithStateIsRefusedBySparkForEveryProviderButItsRocksDb() {
-    assumeTrue(TestSessions.sparkAtLeast(4, 2), "Spark refuses other providers from 4.2 on");
-    ClockedRun run =
-        new ClockedRun(
-            spark,
-            1,
-            in ->
-                in.get(0)
-                    .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
-                    .transformWithState(
-                        new NoopProcessor(),
-                        TimeMode.None(),
-                        OutputMode.Update(),
-                        Encoders.STRING())
-                    .toDF(),
-            OutputMode.Update());
-    ClockedRun.Steps steps = new ClockedRun.Steps().data(0, ev("a", 1, 1)).tick();
-
-    assertThatThrownBy(() -> run.run(TestSessions.OURS, work.resolve("tws"), steps))
-        .hasStackTraceContaining("STORE_BACKEND_NOT_SUPPORTED_FOR_TWS")
-        .hasStackTraceContaining(TestSessions.OURS);
   }
 
   /** State progress of the batches that had input, in order. */

@@ -12,7 +12,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StreamingQuery;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Run by {@link ShadedJarIT} in a separate JVM whose classpath is Spark's plus the shaded runtime
@@ -69,7 +68,7 @@ public final class ShadedJarSmokeMain {
             .option("checkpointLocation", checkpoint)
             .start();
     try {
-      input.addData(CollectionConverters.asScala(data));
+      input.addData(ScalaInterop.seq(data));
       query.processAllAvailable();
     } finally {
       query.stop();

@@ -60,7 +60,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.condition.DisabledIfSystemProperty;
 import scala.Option;
 import scala.Tuple3;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The whole setup end to end on a real HDFS whose DataNodes turn slow: a MiniDFSCluster of 6
@@ -712,7 +711,7 @@ class SlowDataNodeEndToEndIT {
     }
 
     private long run(List<Tuple3<String, Timestamp, Integer>> orders) {
-      input.addData(CollectionConverters.asScala(orders));
+      input.addData(ScalaInterop.seq(orders));
       running.processAllAvailable();
       long id = running.lastProgress().batchId();
       batchOfStep.add(id);

@@ -2,6 +2,7 @@ package io.streamstate.spark;
 
 import static io.streamstate.spark.ClockedRun.ev;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Path;
@@ -29,10 +30,10 @@ import org.junit.jupiter.api.Test;
 import scala.Tuple2;
 
 /**
- * {@code transformWithState} with our provider, on the lines that let it reach a provider other
- * than Spark's RocksDB one (4.0 and 4.1; Spark 4.2 refuses it, see {@code ProviderLifecycleIT}):
- * value, list and map state and event-time timers, across restarts, with the same output and the
- * same row counts as {@code RocksDBStateStoreProvider}.
+ * {@code transformWithState} with our provider: on the lines that let it reach a provider other
+ * than Spark's RocksDB one (4.0 and 4.1), value, list and map state and event-time timers, across
+ * restarts, with the same output and the same row counts as {@code RocksDBStateStoreProvider}; on
+ * 4.2, Spark's own refusal, with its error class.
  */
 class TransformWithStateIT {
   static final Path work = TestSessions.newWorkDir(TransformWithStateIT.class);
@@ -123,7 +124,7 @@ class TransformWithStateIT {
     }
 
     private static scala.collection.Iterator<String> one(String line) {
-      return scala.jdk.javaapi.CollectionConverters.asScala(List.of(line).iterator());
+      return ScalaInterop.iterator(List.of(line).iterator());
     }
   }
 
@@ -172,5 +173,41 @@ class TransformWithStateIT {
         .contains(
             "[c expired at 11000 (watermark 18000) count=2 values=[8, 9] parities={even=1, odd=1}]");
     assertThat(ours.lastNumRowsTotal()).isEqualTo(rocksdb.lastNumRowsTotal());
+  }
+
+  /** A processor that does nothing: Spark refuses it before it ever runs. */
+  static final class NoopProcessor extends StatefulProcessor<String, Row, String> {
+    @Override
+    public void init(OutputMode outputMode, TimeMode timeMode) {}
+
+    @Override
+    public scala.collection.Iterator<String> handleInputRows(
+        String key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+      return scala.collection.Iterator$.MODULE$.empty();
+    }
+  }
+
+  @Test
+  void transformWithStateIsRefusedBySparkForEveryProviderButItsRocksDb() {
+    assumeTrue(TestSessions.sparkAtLeast(4, 2), "Spark refuses other providers from 4.2 on");
+    ClockedRun run =
+        new ClockedRun(
+            spark,
+            1,
+            in ->
+                in.get(0)
+                    .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
+                    .transformWithState(
+                        new NoopProcessor(),
+                        TimeMode.None(),
+                        OutputMode.Update(),
+                        Encoders.STRING())
+                    .toDF(),
+            OutputMode.Update());
+    ClockedRun.Steps steps = new ClockedRun.Steps().data(0, ev("a", 1, 1)).tick();
+
+    assertThatThrownBy(() -> run.run(TestSessions.OURS, work.resolve("refused"), steps))
+        .hasStackTraceContaining("STORE_BACKEND_NOT_SUPPORTED_FOR_TWS")
+        .hasStackTraceContaining(TestSessions.OURS);
   }
 }

@@ -1,0 +1,150 @@
+package io.streamstate.spark;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A query's checkpoint moves from this Spark line to another (3.5 to 4.2): the query runs on this
+ * line with our provider and checkpoint file manager, stops, and resumes on Spark 4.2 from the same
+ * checkpoint with the same configuration. Nothing of its state is lost or counted twice: every
+ * key's total after the move equals a plain-Java sum over all input, and the resumed run's batches
+ * continue the old ones. Each run is a child JVM with its line's classpath and runtime jar ({@link
+ * CheckpointMoveMain}). Run by the 3.5 modules (their poms set the properties); elsewhere skipped.
+ */
+class CheckpointMoveIT {
+  @TempDir Path work;
+
+  @Test
+  void aCheckpointWrittenOnThisLineResumesOnTheOtherWithItsState() throws Exception {
+    String thisJar = System.getProperty("streamstate.thisLineJar");
+    String thisClasspath = System.getProperty("streamstate.thisLineClasspathFile");
+    String otherJar = System.getProperty("streamstate.otherLineJar");
+    String otherClasspath = System.getProperty("streamstate.otherLineClasspathFile");
+    String otherTestClasses = System.getProperty("streamstate.otherLineTestClasses");
+    assumeTrue(
+        thisJar != null && otherJar != null && otherTestClasses != null,
+        "set by the 3.5 modules only");
+
+    Path input = Files.createDirectories(work.resolve("input"));
+    Path output = work.resolve("output.txt");
+    String checkpoint = work.resolve("checkpoint").toUri().toString();
+    Map<String, Long> expected = new TreeMap<>();
+    write(input, 1, expected, "a", 1, "b", 2, "c", 3);
+    write(input, 2, expected, "a", 10, "d", 4, "b", 20);
+
+    String first =
+        runChild(
+            SparkLineProbe.classpathOf(thisClasspath),
+            thisJar,
+            Paths.get("target", "test-classes"),
+            checkpoint,
+            input,
+            output);
+    assertThat(first).contains("CHECKPOINT-MOVE ran on Spark 3.5");
+    List<String> before = Files.readAllLines(output, StandardCharsets.UTF_8);
+    assertThat(before).as("two batches on this line").allMatch(l -> l.matches("[01] .*"));
+
+    write(input, 3, expected, "a", 100, "e", 5);
+    write(input, 4, expected, "c", 30, "e", 50, "b", 200);
+    String second =
+        runChild(
+            SparkLineProbe.classpathOf(otherClasspath),
+            otherJar,
+            Paths.get(otherTestClasses),
+            checkpoint,
+            input,
+            output);
+    assertThat(second).contains("CHECKPOINT-MOVE ran on Spark 4.");
+
+    List<String> all = Files.readAllLines(output, StandardCharsets.UTF_8);
+    List<String> after = all.subList(before.size(), all.size());
+    assertThat(after).as("the resumed run's batches continue").allMatch(l -> l.matches("[23] .*"));
+    Map<String, Long> totals = new TreeMap<>();
+    for (String line : all) {
+      String[] f = line.split(" ");
+      totals.put(f[1], Long.parseLong(f[2])); // batches in order: the last total wins
+    }
+    assertThat(totals).isEqualTo(expected);
+    assertThat(after).contains("2 a 111", "3 b 222", "3 c 33");
+    try (Stream<Path> files = Files.walk(work.resolve("checkpoint").resolve("state"))) {
+      List<String> names = files.map(p -> p.getFileName().toString()).toList();
+      assertThat(names)
+          .as("our provider's files (group commit journals), none of Spark's providers'")
+          .anyMatch(n -> n.endsWith(".journal"))
+          .noneMatch(n -> n.matches("\\d+\\.(delta|snapshot|zip|changelog)"));
+    }
+  }
+
+  /** Writes input file {@code n} with the given key/value pairs and adds them to the model. */
+  private static void write(Path dir, int n, Map<String, Long> model, Object... keyValues)
+      throws Exception {
+    List<String> lines = new ArrayList<>();
+    for (int i = 0; i < keyValues.length; i += 2) {
+      String key = (String) keyValues[i];
+      long value = ((Integer) keyValues[i + 1]).longValue();
+      lines.add("{\"key\":\"" + key + "\",\"value\":" + value + "}");
+      model.merge(key, value, Long::sum);
+    }
+    Path tmp = dir.resolveSibling("part-" + n + ".json.tmp");
+    Files.write(tmp, lines, StandardCharsets.UTF_8);
+    // The file source takes files in modification-time order: one second apart, in file order.
+    Files.setLastModifiedTime(tmp, FileTime.fromMillis(1_700_000_000_000L + n * 1000L));
+    Files.move(tmp, dir.resolve("part-" + n + ".json")); // appears whole to the file source
+  }
+
+  private String runChild(
+      List<String> classpath,
+      String jar,
+      Path testClasses,
+      String checkpoint,
+      Path input,
+      Path output)
+      throws Exception {
+    // The main alone of the test classes compiled for that line: it links to Spark's public API.
+    Path mainDir = Files.createTempDirectory(work, "main");
+    String classFile = CheckpointMoveMain.class.getName().replace('.', '/') + ".class";
+    Files.createDirectories(mainDir.resolve(classFile).getParent());
+    Files.copy(testClasses.resolve(classFile), mainDir.resolve(classFile));
+    List<String> full = new ArrayList<>(classpath);
+    full.add(jar);
+    full.add(mainDir.toString());
+    List<String> command = new ArrayList<>();
+    command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(Arrays.asList(System.getProperty("streamstate.jvmFlags").trim().split("\\s+")));
+    command.add("-Xmx1g");
+    command.add("-cp");
+    command.add(String.join(File.pathSeparator, full));
+    command.add(CheckpointMoveMain.class.getName());
+    command.add(checkpoint);
+    command.add(input.toString());
+    command.add(output.toString());
+    Path log = Files.createTempFile(work, "child", ".log");
+    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+    builder.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    Process child = builder.redirectOutput(log.toFile()).start();
+    boolean exited = child.waitFor(5, TimeUnit.MINUTES);
+    if (!exited) {
+      child.destroyForcibly();
+    }
+    String out = Files.readString(log, StandardCharsets.UTF_8);
+    assertThat(exited).as("child JVM finished; output:%n%s", out).isTrue();
+    assertThat(child.exitValue()).as("exit code; output:%n%s", out).isZero();
+    return out;
+  }
+}
