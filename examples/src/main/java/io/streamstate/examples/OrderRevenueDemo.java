@@ -93,12 +93,11 @@ public final class OrderRevenueDemo {
             .config("spark.sql.shuffle.partitions", "4")
             .config(
                 "spark.sql.streaming.stateStore.providerClass", StreamStateProvider.class.getName())
-            // Spark's default checkpoint file manager forks a process per file on a local disk
-            // without Hadoop's native library; this one does not.
+            // Ours for Spark's offset and commit logs too: no rename, and on a local disk no
+            // process forked per file (Spark's default does that without Hadoop's native library).
             .config(
                 "spark.sql.streaming.checkpointFileManagerClass",
-                "org.apache.spark.sql.execution.streaming.checkpointing."
-                    + "FileSystemBasedCheckpointFileManager")
+                "io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager")
             .config("spark.sql.streaming.stateStore.maintenanceInterval", "5s")
             .config("spark.sql.adaptive.enabled", "false")
             .getOrCreate();

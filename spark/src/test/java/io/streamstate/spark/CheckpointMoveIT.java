@@ -23,9 +23,11 @@ import org.junit.jupiter.api.io.TempDir;
  * A query's checkpoint moves from this Spark line to another (3.5 to 4.2): the query runs on this
  * line with our provider and checkpoint file manager, stops, and resumes on Spark 4.2 from the same
  * checkpoint with the same configuration. Nothing of its state is lost or counted twice: every
- * key's total after the move equals a plain-Java sum over all input, and the resumed run's batches
- * continue the old ones. Each run is a child JVM with its line's classpath and runtime jar ({@link
- * CheckpointMoveMain}). Run by the 3.5 modules (their poms set the properties); elsewhere skipped.
+ * key's total after the move equals a plain-Java sum over all input, the resumed run's batches
+ * continue the old ones, and the whole output equals, batch for batch, that of an uninterrupted run
+ * of the same input on 4.2. Each run is a child JVM with its line's classpath and runtime jar
+ * ({@link CheckpointMoveMain}). Run by the 3.5 modules (their poms set the properties); elsewhere
+ * skipped.
  */
 class CheckpointMoveIT {
   @TempDir Path work;
@@ -82,6 +84,18 @@ class CheckpointMoveIT {
     }
     assertThat(totals).isEqualTo(expected);
     assertThat(after).contains("2 a 111", "3 b 222", "3 c 33");
+
+    // The same input, uninterrupted, on the other line: the same output, batch for batch.
+    Path referenceOutput = work.resolve("reference.txt");
+    runChild(
+        SparkLineProbe.classpathOf(otherClasspath),
+        otherJar,
+        Paths.get(otherTestClasses),
+        work.resolve("reference-checkpoint").toUri().toString(),
+        input,
+        referenceOutput);
+    List<String> reference = Files.readAllLines(referenceOutput, StandardCharsets.UTF_8);
+    assertThat(sorted(all)).isEqualTo(sorted(reference));
     try (Stream<Path> files = Files.walk(work.resolve("checkpoint").resolve("state"))) {
       List<String> names = files.map(p -> p.getFileName().toString()).toList();
       assertThat(names)
@@ -89,6 +103,12 @@ class CheckpointMoveIT {
           .anyMatch(n -> n.endsWith(".journal"))
           .noneMatch(n -> n.matches("\\d+\\.(delta|snapshot|zip|changelog)"));
     }
+  }
+
+  private static List<String> sorted(List<String> lines) {
+    List<String> copy = new ArrayList<>(lines);
+    copy.sort(null);
+    return copy;
   }
 
   /** Writes input file {@code n} with the given key/value pairs and adds them to the model. */

@@ -18,9 +18,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The shaded runtime jar ({@code streamstate-spark-<version>-runtime.jar}) holds our classes only,
- * and works on a plain Spark classpath: a child JVM with Spark's dependencies (as {@code --jars}
- * would give) plus that jar, without the module's classes, runs and restarts a stateful query.
+ * The shaded runtime jar ({@code streamstate-spark-4.2_2.13-<version>-runtime.jar}) holds our
+ * classes only, and works on a plain Spark classpath: a child JVM with Spark's dependencies (as
+ * {@code --jars} would give) plus that jar, without the module's classes, runs and restarts a
+ * stateful query.
  */
 class ShadedJarIT {
   @TempDir Path work;

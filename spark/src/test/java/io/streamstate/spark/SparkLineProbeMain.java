@@ -5,7 +5,7 @@ import java.util.concurrent.Callable;
 
 /**
  * Run in a child JVM on another Spark line's classpath with our runtime jar ({@link
- * SparkLineMismatchIT}): makes our classes the way Spark makes them (by class name, through the
+ * CrossLineJarIT}): makes our classes the way Spark makes them (by class name, through the
  * constructor Spark calls) and prints what each did. JDK only: nothing here may link to a Spark
  * line.
  */
