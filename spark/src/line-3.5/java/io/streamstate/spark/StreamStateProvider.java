@@ -1,6 +1,5 @@
 package io.streamstate.spark;
 
-import io.streamstate.core.engine.StateTransaction;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -57,11 +56,5 @@ public class StreamStateProvider extends StreamStateProviderBase implements Stat
   @Override
   public Seq<StateStoreCustomMetric> supportedCustomMetrics() {
     return StreamStateMetrics.customMetrics();
-  }
-
-  @Override
-  StreamStateStoreBase newStore(
-      StateTransaction tx, long version, boolean readOnly, boolean forceSnapshotOnCommit) {
-    return new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
   }
 }

@@ -1,6 +1,5 @@
 package io.streamstate.spark;
 
-import io.streamstate.core.engine.StateTransaction;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
@@ -132,12 +131,6 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
   @Override
   public Seq<StateStoreCustomMetric> supportedCustomMetrics() {
     return StreamStateMetrics.customMetrics();
-  }
-
-  @Override
-  StreamStateStoreBase newStore(
-      StateTransaction tx, long version, boolean readOnly, boolean forceSnapshotOnCommit) {
-    return new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
   }
 
   private static UnsupportedOperationException checkpointIdsUnsupported(StateStoreId id) {

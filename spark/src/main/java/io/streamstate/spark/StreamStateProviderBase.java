@@ -466,10 +466,6 @@ abstract class StreamStateProviderBase {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** A store of the line's kind over a transaction ({@code new StreamStateStore(...)}). */
-  abstract StreamStateStoreBase newStore(
-      StateTransaction tx, long version, boolean readOnly, boolean forceSnapshotOnCommit);
-
   final StreamStateStoreBase open(long version, boolean readOnly, boolean forceSnapshotOnCommit) {
     if (!readOnly) {
       StreamStateStoreBase upgraded = upgradeOwnReadStore(version, forceSnapshotOnCommit);
@@ -484,7 +480,8 @@ abstract class StreamStateProviderBase {
       if (readOnly) {
         tx.expectCommit(false); // group commits of other tasks need not wait for it
       }
-      opened = newStore(tx, version, readOnly, forceSnapshotOnCommit);
+      // The line's store (each line's module compiles its own StreamStateStore with this source).
+      opened = new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
       openStore.set(opened);
       if (closed) {
         // Closed while loading: close() left ending this store to us (and the engine's close).

@@ -3,18 +3,16 @@ package io.streamstate.spark;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.FileTime;
+import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -136,35 +134,14 @@ class CheckpointMoveIT {
       Path input,
       Path output)
       throws Exception {
-    // The main alone of the test classes compiled for that line: it links to Spark's public API.
-    Path mainDir = Files.createTempDirectory(work, "main");
-    String classFile = CheckpointMoveMain.class.getName().replace('.', '/') + ".class";
-    Files.createDirectories(mainDir.resolve(classFile).getParent());
-    Files.copy(testClasses.resolve(classFile), mainDir.resolve(classFile));
     List<String> full = new ArrayList<>(classpath);
     full.add(jar);
-    full.add(mainDir.toString());
-    List<String> command = new ArrayList<>();
-    command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(Arrays.asList(System.getProperty("streamstate.jvmFlags").trim().split("\\s+")));
-    command.add("-Xmx1g");
-    command.add("-cp");
-    command.add(String.join(File.pathSeparator, full));
-    command.add(CheckpointMoveMain.class.getName());
-    command.add(checkpoint);
-    command.add(input.toString());
-    command.add(output.toString());
-    Path log = Files.createTempFile(work, "child", ".log");
-    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-    builder.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
-    Process child = builder.redirectOutput(log.toFile()).start();
-    boolean exited = child.waitFor(5, TimeUnit.MINUTES);
-    if (!exited) {
-      child.destroyForcibly();
-    }
-    String out = Files.readString(log, StandardCharsets.UTF_8);
-    assertThat(exited).as("child JVM finished; output:%n%s", out).isTrue();
-    assertThat(child.exitValue()).as("exit code; output:%n%s", out).isZero();
-    return out;
+    return SparkLineProbe.runMain(
+        full,
+        testClasses,
+        CheckpointMoveMain.class,
+        List.of(checkpoint, input.toString(), output.toString()),
+        work,
+        Duration.ofMinutes(5));
   }
 }

@@ -7,42 +7,64 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Runs {@link SparkLineProbeMain} in a child JVM on a given classpath (another Spark line's, plus a
- * runtime jar of ours) and returns what it printed: for the tests that put a jar on the wrong line.
+ * Runs a main class of ours in a child JVM on a given classpath (another Spark line's, plus a
+ * runtime jar of ours) and returns what it printed: {@link SparkLineProbeMain} for the tests that
+ * put a jar on the wrong line, or any other self-contained main ({@link CheckpointMoveIT}).
  */
 final class SparkLineProbe {
   private SparkLineProbe() {}
 
   static String run(List<String> classpath, Path work) throws Exception {
-    // The probe alone of our test classes: it links to nothing of Spark's.
-    Path probeDir = work.resolve("probe");
-    Path probeClass =
-        probeDir.resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class");
-    Files.createDirectories(probeClass.getParent());
-    Files.copy(
-        Paths.get("target", "test-classes")
-            .resolve(SparkLineProbeMain.class.getName().replace('.', '/') + ".class"),
-        probeClass);
+    return runMain(
+        classpath,
+        Paths.get("target", "test-classes"),
+        SparkLineProbeMain.class,
+        List.of(work.resolve("checkpoint").toUri().toString()),
+        work,
+        Duration.ofMinutes(2));
+  }
+
+  /**
+   * Runs {@code main}, taken alone from {@code testClasses} (the test classes compiled for the line
+   * of {@code classpath}: it must link to nothing else of ours but the runtime jar, which {@code
+   * classpath} holds), in a child JVM; returns what it printed. Fails if it does not exit 0 within
+   * {@code timeout}.
+   */
+  static String runMain(
+      List<String> classpath,
+      Path testClasses,
+      Class<?> main,
+      List<String> args,
+      Path work,
+      Duration timeout)
+      throws Exception {
+    Path mainDir = Files.createTempDirectory(work, "main");
+    String classFile = main.getName().replace('.', '/') + ".class";
+    Files.createDirectories(mainDir.resolve(classFile).getParent());
+    Files.copy(testClasses.resolve(classFile), mainDir.resolve(classFile));
     List<String> fullClasspath = new ArrayList<>(classpath);
-    fullClasspath.add(probeDir.toString());
+    fullClasspath.add(mainDir.toString());
 
     List<String> command = new ArrayList<>();
     command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(Arrays.asList(System.getProperty("streamstate.jvmFlags").trim().split("\\s+")));
+    command.add("-Xmx1g");
     command.add("-cp");
     command.add(String.join(File.pathSeparator, fullClasspath));
-    command.add(SparkLineProbeMain.class.getName());
-    command.add(work.resolve("checkpoint").toUri().toString());
-    Path log = work.resolve("child.log");
-    Process child =
-        new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-    boolean exited = child.waitFor(2, TimeUnit.MINUTES);
+    command.add(main.getName());
+    command.addAll(args);
+    Path log = Files.createTempFile(work, "child", ".log");
+    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+    builder.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    Process child = builder.redirectOutput(log.toFile()).start();
+    boolean exited = child.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS);
     if (!exited) {
       child.destroyForcibly();
     }
