@@ -51,24 +51,9 @@ import org.slf4j.LoggerFactory;
  * snapshot/} and {@code sst/}) and whose working copy is a local RocksDB instance in a directory of
  * its own (see {@link StreamStateConf#LOCAL_DIR}).
  *
- * <p>Life cycle, as Spark drives it:
- *
- * <ol>
- *   <li>The driver creates instances with the no-arg constructor, never initialised, only to read
- *       {@link #supportedCustomMetrics()}: the constructor does nothing.
- *   <li>On an executor {@link #init} opens the store (reading nothing yet).
- *   <li>Each batch a task calls {@link #getStore} (or {@link #getReadStore}, then {@link
- *       #upgradeReadStoreToWriteStore}), changes the store and commits it. One store of a provider
- *       is open at a time: a second task waits for the first store to be committed, aborted or
- *       released ({@link StreamStateConf#LOCK_TIMEOUT_MS}).
- *   <li>Spark's maintenance thread calls {@link #doMaintenance()} (snapshots and retention), and
- *       finally {@link #close()}.
- * </ol>
- *
- * <p>Not supported, with a clear error: checkpoint format v2 ({@value
- * StreamStateConf#SPARK_CHECKPOINT_FORMAT_VERSION} = 2), {@code loadEmpty} (offline state
- * repartitioning), and streaming {@code transformWithState}, which Spark 4.2 refuses for every
- * provider but its own RocksDB one, by class name, before a provider is ever created.
+ * <p>Spark's life cycle of a provider (the driver's uninitialised instances, {@code init} on an
+ * executor, one store per task and batch, maintenance, close) is described on the 4.x {@code
+ * StreamStateProvider}; 3.5's is the same with fewer ways to get a store.
  *
  * <p>Over 600 lines because it is Spark's provider lifecycle, whole: opening the engine,
  * maintenance, close, metrics, and the one-open-store permit they share. Everything below a store's
@@ -126,7 +111,7 @@ abstract class StreamStateProviderBase {
   private volatile VersionedStore store;
   private volatile RocksDbMemoryBudget budget;
 
-  /** The live-provider count this provider is counted in (null until {@link #init}). */
+  /** The live-provider count this provider is counted in (null until {@link #initStore}). */
   private volatile LiveProviders liveProviders;
 
   /**
@@ -349,7 +334,7 @@ abstract class StreamStateProviderBase {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Used by StreamStateStore
+  // Used by the stores (StreamStateStoreBase)
 
   StateStoreConf storeConf() {
     return storeConf;
@@ -553,11 +538,11 @@ abstract class StreamStateProviderBase {
   }
 
   /**
-   * The task asks for the writable store of the version it holds a read store of: Spark 4.0's
-   * restore operator keeps reading through its read store while the save operator of the same task
-   * writes ({@code getReadStore} then {@code getStore}), so the read store must stay readable. It
-   * becomes the writable store in place, as {@link #upgradeReadStoreToWriteStore} does on 4.1+.
-   * Null if the task holds no such store.
+   * The task asks for the writable store of the version it holds a read store of: Spark 3.5's and
+   * 4.0's restore operator keeps reading through its read store while the save operator of the same
+   * task writes ({@code getReadStore} then {@code getStore}), so the read store must stay readable.
+   * It becomes the writable store in place, as {@link #upgradeForWrite} does on 4.1+. Null if the
+   * task holds no such store.
    */
   private StreamStateStoreBase upgradeOwnReadStore(long version, boolean forceSnapshotOnCommit) {
     StreamStateStoreBase current = openStore.get();
