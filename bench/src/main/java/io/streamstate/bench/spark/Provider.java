@@ -64,9 +64,7 @@ enum Provider {
   NO_DURABILITY("no-durability", "io.streamstate.spark.StreamStateProvider", false, true);
 
   /** Spark's tuned checkpoint file manager for its logs (no process per file), for everyone. */
-  static final String SPARK_FILE_SYSTEM_MANAGER =
-      "org.apache.spark.sql.execution.streaming.checkpointing."
-          + "FileSystemBasedCheckpointFileManager";
+  static final String SPARK_FILE_SYSTEM_MANAGER = sparkFileSystemManager();
 
   /** Our checkpoint file manager for Spark's logs, of the {@code streamstate-rflogs} family. */
   static final String RENAME_FREE_MANAGER =
@@ -192,5 +190,20 @@ enum Provider {
             || this == STREAMSTATE_TAILFREE_NOHEDGE
         ? RENAME_FREE_MANAGER
         : SPARK_FILE_SYSTEM_MANAGER;
+  }
+
+  /**
+   * Spark 4.1 moved it into {@code ...streaming.checkpointing} (docs/spark-lines.md, section 8).
+   */
+  private static String sparkFileSystemManager() {
+    String since41 =
+        "org.apache.spark.sql.execution.streaming.checkpointing."
+            + "FileSystemBasedCheckpointFileManager";
+    try {
+      Class.forName(since41, false, Provider.class.getClassLoader());
+      return since41;
+    } catch (ClassNotFoundException e) {
+      return "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager";
+    }
   }
 }

@@ -77,7 +77,9 @@ final class Report {
     List<String> order = settings.providers.stream().map(p -> p.label).toList();
     StringBuilder md = new StringBuilder();
     md.append(
-        "# Side-by-side benchmark: streamstate vs Spark 4.2 built-in state store providers\n\n");
+        "# Side-by-side benchmark: streamstate vs Spark "
+            + org.apache.spark.package$.MODULE$.SPARK_VERSION()
+            + " built-in state store providers\n\n");
     StringBuilder sizes = new StringBuilder();
     for (long keys : settings.keySizes) {
       sizes.append(
