@@ -1,42 +1,78 @@
 package io.streamstate.core.engine;
 
 import io.streamstate.core.engine.local.LocalDb;
-import java.util.Iterator;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.NoSuchElementException;
 import java.util.function.Consumer;
+import java.util.function.IntSupplier;
 
 /**
  * Iterates the committed entries of a column family (a {@link LocalDb.Cursor}) merged with a
  * transaction's uncommitted changes (a sorted overlay), in key order. The overlay wins on equal
- * keys; its tombstones hide committed entries. The overlay iterator is weakly consistent, so keys
- * may be removed while iterating (Spark evicts expired state that way).
+ * keys; its tombstones hide committed entries.
+ *
+ * <p>A live view of the overlay: each step returns the smallest key after the last one returned,
+ * with the overlay as it is at that step, so changes made while iterating (Spark evicts expired
+ * state by removing keys it iterates; an operator may put while it iterates) are seen the way
+ * Spark's HDFS-backed provider's map iterator sees them. The committed entries cannot change during
+ * a transaction. One exception, also the map's: an iterator created over nothing (no committed
+ * entry and no change in its range) stays empty.
  */
 final class MergingIterator implements CloseableIterator<KeyValue> {
   private final LocalDb.Cursor base;
-  private final Iterator<Map.Entry<byte[], byte[]>> overlay;
+  private final NavigableMap<byte[], byte[]> overlay;
+  private final IntSupplier overlayModifications;
   private final byte[] endExclusive;
   private final Consumer<byte[]> committedKeys;
+
+  /** The last key returned or skipped: every later step returns a greater one. */
+  private byte[] position;
+
+  /** The overlay's first entry after {@link #position}, valid while the overlay is unchanged. */
   private Map.Entry<byte[], byte[]> overlayHead;
+
+  private boolean overlayHeadKnown;
+  private int overlayHeadAtModification;
+
   private KeyValue next;
   private boolean closed;
 
   /**
    * @param base positioned at the first key to return, or null when there is no committed data
-   * @param overlay the overlay's entries from the same start, or an empty iterator
+   * @param overlay the overlay's entries from the same start (a live view), possibly empty
+   * @param overlayModifications the overlay's change count: a cached position is valid while it
+   *     stays the same
    * @param endExclusive where to stop, or null for no bound
    * @param committedKeys told each key returned from the committed entries, before it is returned
    */
   MergingIterator(
       LocalDb.Cursor base,
-      Iterator<Map.Entry<byte[], byte[]>> overlay,
+      NavigableMap<byte[], byte[]> overlay,
+      IntSupplier overlayModifications,
       byte[] endExclusive,
       Consumer<byte[]> committedKeys) {
     this.base = base;
     this.overlay = overlay;
+    this.overlayModifications = overlayModifications;
     this.endExclusive = endExclusive;
     this.committedKeys = committedKeys;
-    this.overlayHead = overlay.hasNext() ? overlay.next() : null;
+    if (baseKey() == null && !anyLiveChange()) {
+      close(); // created over nothing: stays empty
+    }
+  }
+
+  /** Whether the overlay holds a key (not a deletion) before the end. */
+  private boolean anyLiveChange() {
+    for (Map.Entry<byte[], byte[]> e : overlay.entrySet()) {
+      if (!beforeEnd(e.getKey())) {
+        return false;
+      }
+      if (e.getValue() != Overlay.TOMBSTONE) {
+        return true;
+      }
+    }
+    return false;
   }
 
   @Override
@@ -63,12 +99,10 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   private KeyValue advance() {
     while (true) {
       byte[] baseKey = baseKey();
-      byte[] overlayKey = overlayHead == null ? null : overlayHead.getKey();
-      if (overlayKey != null
-          && endExclusive != null
-          && ByteKeys.ORDER.compare(overlayKey, endExclusive) >= 0) {
+      Map.Entry<byte[], byte[]> head = overlayHead();
+      byte[] overlayKey = head == null ? null : head.getKey();
+      if (overlayKey != null && !beforeEnd(overlayKey)) {
         overlayKey = null;
-        overlayHead = null;
       }
       if (baseKey == null && overlayKey == null) {
         return null;
@@ -80,18 +114,44 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       if (cmp < 0) {
         KeyValue kv = new KeyValue(baseKey, base.value());
         base.next();
+        moveTo(baseKey);
         committedKeys.accept(baseKey);
         return kv;
       }
-      byte[] value = overlayHead.getValue();
-      overlayHead = overlay.hasNext() ? overlay.next() : null;
+      byte[] value = head.getValue();
       if (cmp == 0) {
         base.next();
       }
+      moveTo(overlayKey);
       if (value != Overlay.TOMBSTONE) {
         return new KeyValue(overlayKey, value);
       }
     }
+  }
+
+  /**
+   * The overlay's first entry after {@link #position}: looked up again only after the overlay
+   * changed or the position moved past it, so an iteration that changes nothing walks it once.
+   */
+  private Map.Entry<byte[], byte[]> overlayHead() {
+    int modifications = overlayModifications.getAsInt();
+    if (!overlayHeadKnown || modifications != overlayHeadAtModification) {
+      overlayHead = position == null ? overlay.firstEntry() : overlay.higherEntry(position);
+      overlayHeadKnown = true;
+      overlayHeadAtModification = modifications;
+    }
+    return overlayHead;
+  }
+
+  private void moveTo(byte[] key) {
+    position = key;
+    if (overlayHead != null && ByteKeys.ORDER.compare(overlayHead.getKey(), key) <= 0) {
+      overlayHeadKnown = false;
+    }
+  }
+
+  private boolean beforeEnd(byte[] key) {
+    return endExclusive == null || ByteKeys.ORDER.compare(key, endExclusive) < 0;
   }
 
   /** The committed entry's key, or null at the end (of the data or of the range). */
@@ -100,7 +160,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       return null;
     }
     byte[] key = base.key();
-    return endExclusive == null || ByteKeys.ORDER.compare(key, endExclusive) < 0 ? key : null;
+    return beforeEnd(key) ? key : null;
   }
 
   boolean isClosed() {

@@ -11,7 +11,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -217,7 +216,7 @@ public final class StateTransaction implements AutoCloseable {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(value, "value");
     checkFamily(family);
-    overlay(family).changes.put(key.clone(), value.clone());
+    overlay(family).put(key.clone(), value.clone());
   }
 
   /**
@@ -230,14 +229,14 @@ public final class StateTransaction implements AutoCloseable {
     Objects.requireNonNull(value, "value");
     checkFamily(family);
     Overlay overlay = overlay(family);
-    return existedBefore(overlay, family, key, overlay.changes.put(key.clone(), value.clone()));
+    return existedBefore(overlay, family, key, overlay.put(key.clone(), value.clone()));
   }
 
   public void delete(String family, byte[] key) {
     checkOpen();
     Objects.requireNonNull(key, "key");
     checkFamily(family);
-    overlay(family).changes.put(key.clone(), Overlay.TOMBSTONE);
+    overlay(family).put(key.clone(), Overlay.TOMBSTONE);
   }
 
   /**
@@ -249,7 +248,7 @@ public final class StateTransaction implements AutoCloseable {
     Objects.requireNonNull(key, "key");
     checkFamily(family);
     Overlay overlay = overlay(family);
-    return existedBefore(overlay, family, key, overlay.changes.put(key.clone(), Overlay.TOMBSTONE));
+    return existedBefore(overlay, family, key, overlay.put(key.clone(), Overlay.TOMBSTONE));
   }
 
   /** Existence of {@code key} before a change that replaced {@code previous} in the overlay. */
@@ -270,25 +269,28 @@ public final class StateTransaction implements AutoCloseable {
     return rangeIterator(family, prefix, ByteKeys.prefixEnd(prefix));
   }
 
-  /** The entries with {@code from <= key < to} in key order; a null bound is open. */
+  /**
+   * The entries with {@code from <= key < to} in key order; a null bound is open. A live view, as
+   * Spark's HDFS-backed provider's iterators (whose behaviour Spark's store contract, {@code
+   * StateStoreSuiteBase} "SPARK-38320", requires of every provider but its RocksDB one): each step
+   * returns the next key after the last one returned as the transaction holds it then, with changes
+   * made after the iterator was created; except that an iterator created over nothing (no committed
+   * entry and no change in the range) stays empty, as a map's iterator does.
+   */
   public CloseableIterator<KeyValue> rangeIterator(String family, byte[] from, byte[] to) {
     checkOpen();
-    Overlay overlay = checkFamily(family);
-    LocalDb.Cursor base = null;
-    if (overlay == null || !overlay.hidesCommitted) {
-      base = db.newIterator(family, from);
-    }
-    Iterator<Map.Entry<byte[], byte[]>> changes = Collections.emptyIterator();
-    if (overlay != null) {
-      NavigableMap<byte[], byte[]> view = overlay.changes;
-      if (from != null) {
-        view = view.tailMap(from, true);
-      }
-      changes = view.entrySet().iterator();
-    }
+    checkFamily(family);
+    Overlay overlay = overlay(family); // made now, so that later changes are seen
+    LocalDb.Cursor base = overlay.hidesCommitted ? null : db.newIterator(family, from);
+    NavigableMap<byte[], byte[]> view =
+        from == null ? overlay.changes : overlay.changes.tailMap(from, true);
     MergingIterator it =
         new MergingIterator(
-            base, changes, to, committedKey -> iteratedCommitted(family, committedKey));
+            base,
+            view,
+            overlay::modifications,
+            to,
+            committedKey -> iteratedCommitted(family, committedKey));
     if (iterators.size() >= 64) {
       // Operators open an iterator per key (joins): forget the ones already closed.
       iterators.removeIf(MergingIterator::isClosed);
