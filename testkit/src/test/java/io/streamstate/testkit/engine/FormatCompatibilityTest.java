@@ -205,6 +205,8 @@ class FormatCompatibilityTest {
     } finally {
       pool.shutdown();
     }
+    // A hedge's losing copy may still be writing: every copy is read below, so let them finish.
+    assertThat(pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)).isTrue();
     LocalStorage storage = new LocalStorage(root);
     List<String> manifests =
         storage.list("0/0/snapshot/").stream()
