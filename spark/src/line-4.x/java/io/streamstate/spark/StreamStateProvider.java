@@ -63,6 +63,7 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
     if (storeConfs.enableStateStoreCheckpointIds()) {
       throw checkpointIdsUnsupported(stateStoreId);
     }
+    refuseUnsupportedEncodings(stateStoreId, storeConfs);
     initStore(
         stateStoreId,
         new EncoderSpecCodec(
@@ -131,6 +132,45 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
   @Override
   public Seq<StateStoreCustomMetric> supportedCustomMetrics() {
     return StreamStateMetrics.customMetrics();
+  }
+
+  /** Spark's key for the state row encoding ({@code unsaferow}, the default, or {@code avro}). */
+  static final String SPARK_ENCODING_FORMAT = "spark.sql.streaming.stateStore.encodingFormat";
+
+  /** Spark 4.2's key for a checksum in every state row (default false). */
+  static final String SPARK_ROW_CHECKSUM = "spark.sql.streaming.stateStore.rowChecksum.enabled";
+
+  /**
+   * Settings of Spark's that change how its providers encode rows, which ours does not do: refused
+   * by name rather than ignored. Our files carry a CRC32C per frame instead of a checksum per row.
+   */
+  private static void refuseUnsupportedEncodings(StateStoreId id, StateStoreConf conf) {
+    String encoding = conf.stateStoreEncodingFormat();
+    if (!"unsaferow".equalsIgnoreCase(encoding)) {
+      throw new UnsupportedOperationException(
+          "streamstate stores state rows as UnsafeRow bytes and does not support "
+              + SPARK_ENCODING_FORMAT
+              + "="
+              + encoding
+              + " (state store "
+              + (id == null ? "?" : describe(id))
+              + "). Set "
+              + SPARK_ENCODING_FORMAT
+              + "=unsaferow (the default) for queries using"
+              + " io.streamstate.spark.StreamStateProvider.");
+    }
+    Option<String> checksum = conf.sqlConfs().get(SPARK_ROW_CHECKSUM);
+    if (checksum.isDefined() && Boolean.parseBoolean(checksum.get().trim())) {
+      throw new UnsupportedOperationException(
+          "streamstate does not add Spark's row checksum ("
+              + SPARK_ROW_CHECKSUM
+              + "=true, state store "
+              + (id == null ? "?" : describe(id))
+              + "): every file it writes carries a CRC32C per frame, verified on every read. Set "
+              + SPARK_ROW_CHECKSUM
+              + "=false (the default) for queries using"
+              + " io.streamstate.spark.StreamStateProvider.");
+    }
   }
 
   private static UnsupportedOperationException checkpointIdsUnsupported(StateStoreId id) {
