@@ -102,15 +102,15 @@ public final class StreamStateMetrics {
           "streamstate: versions committed but not yet durable (async durability; 0 in sync)");
 
   /**
-   * As Spark's providers' {@code forceSnapshotCount} (HDFS-backed) and {@code
-   * rocksdbForceSnapshotCount} (RocksDB), SPARK-54063: 1 for a commit whose store Spark asked to
-   * snapshot on commit ({@code forceSnapshotOnCommit}), else 0; summed, the stores that did. Ours
-   * takes the snapshot's local checkpoint at commit and uploads it in the background.
+   * Spark's own name for it, as the HDFS-backed provider reports it ({@code forceSnapshotCount};
+   * RocksDB: {@code rocksdbForceSnapshotCount}), SPARK-54063, which Spark's store contract looks
+   * for: 1 for a commit whose store Spark asked to snapshot on commit ({@code
+   * forceSnapshotOnCommit}), else 0; summed, the stores that did. Ours takes the snapshot's local
+   * checkpoint at commit and uploads it in the background.
    */
   public static final StateStoreCustomSumMetric FORCE_SNAPSHOT =
       new StateStoreCustomSumMetric(
-          "streamstateForceSnapshotCount",
-          "streamstate: number of stores that had forced snapshot on commit");
+          "forceSnapshotCount", "streamstate: number of stores that had forced snapshot on commit");
 
   /**
    * The three column family metrics of Spark's RocksDB provider, with its names and meanings

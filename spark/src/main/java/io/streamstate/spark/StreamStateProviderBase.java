@@ -7,6 +7,7 @@ import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.VersionedStoreBuilder;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.segment.GroupCommitter;
+import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.spark.shared.Hedgers;
@@ -452,6 +453,9 @@ abstract class StreamStateProviderBase {
   // ---------------------------------------------------------------------------------------------
 
   final StreamStateStoreBase open(long version, boolean readOnly, boolean forceSnapshotOnCommit) {
+    if (version < 0) {
+      throw LoadErrors.unexpectedVersion(version);
+    }
     if (!readOnly) {
       StreamStateStoreBase upgraded = upgradeOwnReadStore(version, forceSnapshotOnCommit);
       if (upgraded != null) {
@@ -484,16 +488,34 @@ abstract class StreamStateProviderBase {
       if (closed) {
         throw closedException();
       }
-      throw new IllegalStateException(
-          "Cannot load version "
-              + version
-              + " of state store "
-              + describe(storeId)
-              + ": "
-              + e.getMessage()
-              + foreignProviderHint(version),
-          e);
+      IllegalStateException detail =
+          new IllegalStateException(
+              "Cannot load version "
+                  + version
+                  + " of state store "
+                  + describe(storeId)
+                  + ": "
+                  + e.getMessage()
+                  + foreignProviderHint(version),
+              e);
+      MissingFileException missing = causeOfType(e, MissingFileException.class);
+      throw missing != null
+          ? LoadErrors.missingFile(
+              missing.location() != null
+                  ? missing.location()
+                  : storeId.storeCheckpointLocation().toString(),
+              detail)
+          : LoadErrors.cannotLoad(detail);
     }
+  }
+
+  private static <T extends Throwable> T causeOfType(Throwable e, Class<T> type) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return type.cast(t);
+      }
+    }
+    return null;
   }
 
   /** Files another provider writes directly in a store directory: HDFS-backed, RocksDB. */

@@ -174,15 +174,17 @@ public final class LineageLoader {
       }
       List<Candidate> copies = listing.copiesOf(v, expected);
       if (copies.isEmpty()) {
+        String missing = FramedFile.location(storage, layout.changelog(v, expected));
         throw new MissingFileException(
             lineageFailure(
                 version,
                 "changelog "
-                    + FramedFile.location(storage, layout.changelog(v, expected))
+                    + missing
                     + " is missing (version "
                     + (v + 1)
                     + " on the lineage builds on it)",
-                skipped));
+                skipped),
+            missing);
       }
       Step step = readCopies(copies, skipped, version);
       steps.add(step);
@@ -228,7 +230,8 @@ public final class LineageLoader {
                   + " have no changelog or snapshot in "
                   + FramedFile.location(storage, layout.changelogDir())
                   + ")",
-              List.of()));
+              List.of()),
+          FramedFile.location(storage, layout.changelogDir()));
     }
     load(durable);
     long lost = version - durable;
@@ -375,6 +378,7 @@ public final class LineageLoader {
                     ? " (they hold none of this store)"
                     : " (the newest version of this store there is " + newest + ")")
                 + unreadable,
-            skipped));
+            skipped),
+        FramedFile.location(storage, layout.changelogDir()));
   }
 }
