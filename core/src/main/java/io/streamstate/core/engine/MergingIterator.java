@@ -131,7 +131,8 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   /**
    * The overlay's first entry after {@link #position}: looked up again only after the overlay
-   * changed or the position moved past it, so an iteration that changes nothing walks it once.
+   * changed or the position moved past it, so an iteration that changes nothing looks up each
+   * overlay entry once (a {@code higherEntry}, O(log n), where a map iterator takes one step).
    */
   private Map.Entry<byte[], byte[]> overlayHead() {
     int modifications = overlayModifications.getAsInt();
