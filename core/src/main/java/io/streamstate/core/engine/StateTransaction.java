@@ -44,18 +44,26 @@ public final class StateTransaction implements AutoCloseable {
   private final List<Changelog.FamilyOp> familyOps = new ArrayList<>();
   private final List<MergingIterator> iterators = new ArrayList<>();
   private State state = State.OPEN;
+  private final long baseCommitId;
   private long committedVersion = -1;
+  private long committedId;
 
-  StateTransaction(VersionedStore store, LocalDb db, long version) {
+  StateTransaction(VersionedStore store, LocalDb db, long version, long baseCommitId) {
     this.store = store;
     this.db = db;
     this.version = version;
+    this.baseCommitId = baseCommitId;
     this.families = new LinkedHashSet<>(db.familyNames());
   }
 
   /** The version this transaction was loaded at. */
   public long version() {
     return version;
+  }
+
+  /** The commit id of the version this transaction was loaded at (0 for the empty state). */
+  public long baseCommitId() {
+    return baseCommitId;
   }
 
   /** The column families visible now, {@code "default"} always among them. */
@@ -350,7 +358,9 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     closeIterators();
     try {
-      committedVersion = store.commit(this);
+      VersionedStore.Committed committed = store.commit(this);
+      committedVersion = committed.version();
+      committedId = committed.commitId();
       state = State.COMMITTED;
       return committedVersion;
     } finally {
@@ -391,6 +401,17 @@ public final class StateTransaction implements AutoCloseable {
       throw new IllegalStateException("not committed");
     }
     return committedVersion;
+  }
+
+  /**
+   * The commit id of the version commit produced (what names it among other commits of that
+   * version: retries, speculative attempts, re-runs); fails unless committed.
+   */
+  public long committedId() {
+    if (state != State.COMMITTED) {
+      throw new IllegalStateException("not committed");
+    }
+    return committedId;
   }
 
   /** Aborts unless committed. */

@@ -16,6 +16,7 @@ import io.streamstate.core.format.Changelog;
 import io.streamstate.core.storage.Storage;
 import java.util.List;
 import java.util.NavigableMap;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
@@ -151,6 +152,20 @@ public final class VersionedStore implements AutoCloseable {
    * @throws CorruptFileException a changelog the version needs does not verify
    */
   public StateTransaction begin(long version) {
+    return begin(version, OptionalLong.empty());
+  }
+
+  /**
+   * Loads commit {@code commitId} of {@code version} exactly, when present, and opens a transaction
+   * on it; otherwise as {@link #begin(long)}. With an id, a local instance holding another commit
+   * of the version is not used: versions that Spark's commit log names by commit id (checkpoint
+   * format v2) load that commit's lineage and no other. The empty state, version 0, is commit 0.
+   *
+   * @throws IllegalStateException a transaction is open
+   * @throws MissingFileException the commit, or a file its lineage needs, is absent
+   * @throws CorruptFileException a changelog the lineage needs does not verify
+   */
+  public StateTransaction begin(long version, OptionalLong commitId) {
     if (version < 0) {
       throw new IllegalArgumentException("version must be >= 0: " + version);
     }
@@ -165,13 +180,15 @@ public final class VersionedStore implements AutoCloseable {
                 + openTransaction.version());
       }
       // l1: warm, or l2-l5 from durable files.
-      if (local.holds(version)) {
+      if (commitId.isPresent()
+          ? local.holds(version, commitId.getAsLong())
+          : local.holds(version)) {
         metrics.countWarmLoad();
       } else {
         metrics.countDurableLoad();
-        loader.load(version);
+        loader.load(version, commitId);
       }
-      openTransaction = new StateTransaction(this, local.db(), version);
+      openTransaction = new StateTransaction(this, local.db(), version, local.commitId());
       publisher.announce(version + 1); // g1
       return openTransaction;
     } catch (RuntimeException e) {
@@ -188,7 +205,10 @@ public final class VersionedStore implements AutoCloseable {
   // ---------------------------------------------------------------------------------------------
   // Commit (docs/protocol.md, "Commit")
 
-  long commit(StateTransaction tx) {
+  /** What a commit made: the new version and its commit id. */
+  record Committed(long version, long commitId) {}
+
+  Committed commit(StateTransaction tx) {
     lock.lock();
     try {
       checkNotClosed();
@@ -224,7 +244,7 @@ public final class VersionedStore implements AutoCloseable {
       openTransaction = null;
       metrics.countCommit(
           System.nanoTime() - start, published.commitBytes(), changelog.changeCount());
-      return newVersion;
+      return new Committed(newVersion, commitId);
     } finally {
       publisher.withdraw();
       lock.unlock();

@@ -15,6 +15,7 @@ import io.streamstate.testkit.FaultInjectingStorage.Stall;
 import io.streamstate.testkit.InMemoryStorage;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.OptionalLong;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -121,6 +122,57 @@ class AsyncDurabilityTest {
     try (VersionedStore fresh = open(durable);
         StateTransaction tx = fresh.begin(5)) {
       assertThat(contents(tx)).isEqualTo(expected);
+      assertThat(fresh.metrics().snapshot().versionsLost()).isZero();
+    }
+  }
+
+  @Test
+  void aLostVersionNamedByCommitIdResumesUnderThatIdSoTheNamedLineageStaysLoadable()
+      throws Exception {
+    // Checkpoint format v2: Spark's commit log names version 4 by the id its commit returned,
+    // although that commit never became durable.
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 13).build();
+    VersionedStore store = open(storage);
+    commit(store, 1);
+    commit(store, 2);
+    waitUntilUploaded(store);
+    Stall stall =
+        storage.stall(
+            CallKind.CREATE,
+            n -> n.contains("/00000000000000000003-") || n.contains("/00000000000000000004-"));
+    commit(store, 3);
+    long id4;
+    try (StateTransaction tx = store.begin(3)) {
+      writeVersion(tx, 4);
+      tx.commit();
+      id4 = tx.committedId();
+    }
+    assertThat(stall.awaitBlocked(1, WAIT)).isTrue();
+    storage.crash();
+    stall.release();
+    store.close();
+    storage.recover();
+
+    long id5;
+    try (VersionedStore resumed = open(durable)) {
+      try (StateTransaction tx = resumed.begin(4, OptionalLong.of(id4))) {
+        assertState(tx, 2);
+        assertThat(tx.baseCommitId()).isEqualTo(id4);
+        assertThat(resumed.metrics().snapshot().versionsLost()).isEqualTo(2);
+        writeVersion(tx, 5);
+        tx.commit();
+        id5 = tx.committedId();
+      }
+      resumed.close();
+    }
+    try (VersionedStore fresh = open(durable)) {
+      try (StateTransaction tx = fresh.begin(4, OptionalLong.of(id4))) {
+        assertState(tx, 2); // the bridge named id4 holds no changes
+      }
+      try (StateTransaction tx = fresh.begin(5, OptionalLong.of(id5))) {
+        assertThat(tx.baseCommitId()).isEqualTo(id5);
+      }
       assertThat(fresh.metrics().snapshot().versionsLost()).isZero();
     }
   }

@@ -21,6 +21,7 @@ import io.streamstate.core.storage.Storage;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.OptionalLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,11 +104,35 @@ public final class LineageLoader {
    * @throws CorruptFileException a changelog the version needs does not verify
    */
   public void load(long version) {
-    load(version, true);
+    load(version, OptionalLong.empty(), true);
   }
 
-  private void load(long version, boolean mayWaitForOtherUploads) {
+  /**
+   * Makes the local instance hold commit {@code commitId} of {@code version} exactly, when present
+   * (checkpoint format v2: the commit Spark's commit log names), else the version's newest valid
+   * commit, as {@link #load(long)} does.
+   *
+   * @throws MissingFileException the commit, or a file its lineage needs, is absent
+   * @throws CorruptFileException a changelog the lineage needs does not verify
+   */
+  public void load(long version, OptionalLong commitId) {
+    load(version, commitId, true);
+  }
+
+  private void load(long version, OptionalLong exact, boolean mayWaitForOtherUploads) {
     if (version == 0) {
+      if (exact.isPresent() && exact.getAsLong() != 0) {
+        throw new MissingFileException(
+            lineageFailure(
+                0,
+                "commit "
+                    + StoreLayout.formatId(exact.getAsLong())
+                    + " was asked for, but version 0 is the empty state (commit "
+                    + StoreLayout.formatId(0)
+                    + ")",
+                List.of()),
+            FramedFile.location(storage, layout.changelogDir()));
+      }
       local.openEmpty();
       return;
     }
@@ -117,7 +142,37 @@ public final class LineageLoader {
     long heldBytes = 0;
     long v;
     long expected;
-    Step top = newestValidCommit(listing, version, skipped);
+    Step top;
+    if (exact.isPresent()) {
+      List<Candidate> copies = listing.copiesOf(version, exact.getAsLong());
+      top = copies.isEmpty() ? null : readCopies(copies, skipped, version);
+      if (top == null && !hasSnapshotOf(listing, version, exact.getAsLong())) {
+        if (async != null && listing.candidates(version).isEmpty()) {
+          if (mayWaitForOtherUploads && async.awaitOtherInstance()) {
+            load(version, exact, false);
+            return;
+          }
+          resumeFromNewestDurable(version, listing, exact);
+          return;
+        }
+        String missing = FramedFile.location(storage, layout.changelog(version, exact.getAsLong()));
+        throw new MissingFileException(
+            lineageFailure(
+                version,
+                "commit "
+                    + StoreLayout.formatId(exact.getAsLong())
+                    + " of version "
+                    + version
+                    + " (the one asked for) has no changelog ("
+                    + missing
+                    + ") and no snapshot"
+                    + otherCommits(listing, version),
+                skipped),
+            missing);
+      }
+    } else {
+      top = newestValidCommit(listing, version, skipped);
+    }
     if (top != null) {
       // The walk starts at the version itself, so that a snapshot of this very commit is used.
       v = version;
@@ -129,16 +184,16 @@ public final class LineageLoader {
         if (async != null && skipped.isEmpty()) {
           if (mayWaitForOtherUploads && async.awaitOtherInstance()) {
             // Another instance in this process was still uploading: it landed; look again.
-            load(version, false);
+            load(version, exact, false);
             return;
           }
-          resumeFromNewestDurable(version, listing);
+          resumeFromNewestDurable(version, listing, exact);
           return;
         }
         throw noCommitOf(version, listing, skipped);
       }
       v = version;
-      expected = snaps.get(snaps.size() - 1).commitId();
+      expected = exact.orElse(snaps.get(snaps.size() - 1).commitId());
     }
     // l3: walk back until a base on the lineage: the local instance, a usable snapshot, or empty.
     while (true) {
@@ -208,7 +263,7 @@ public final class LineageLoader {
    * durable version {@code d} within the lag bound, then publishes empty changelogs for {@code d+1
    * .. version} so that the lineage says plainly what was lost, and counts and logs the loss.
    */
-  private void resumeFromNewestDurable(long version, DurableListing listing) {
+  private void resumeFromNewestDurable(long version, DurableListing listing, OptionalLong exact) {
     long floor = Math.max(0, version - options.asyncMaxLagVersions());
     long durable = -1;
     for (long d = version - 1; d >= floor; d--) {
@@ -245,7 +300,9 @@ public final class LineageLoader {
         lost);
     metrics.countVersionsLost(lost);
     for (long v = durable + 1; v <= version; v++) {
-      long commitId = CommitIds.next();
+      // The bridge of the version asked for takes the commit id asked for, so that the lineage
+      // Spark's commit log names (format v2) stays loadable.
+      long commitId = v == version && exact.isPresent() ? exact.getAsLong() : CommitIds.next();
       Changelog bridge = new Changelog(v, commitId, local.commitId(), List.of(), List.of());
       metrics.countPublished(
           bridges.publish(
@@ -276,6 +333,29 @@ public final class LineageLoader {
       }
     }
     return null;
+  }
+
+  private static boolean hasSnapshotOf(DurableListing listing, long version, long commitId) {
+    for (StoreLayout.SnapshotName s : listing.snapshots().getOrDefault(version, List.of())) {
+      if (s.commitId() == commitId) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** For messages: the commits of {@code version} that do exist, if any. */
+  private static String otherCommits(DurableListing listing, long version) {
+    List<String> ids = new ArrayList<>();
+    for (Candidate c : listing.candidates(version)) {
+      ids.add(StoreLayout.formatId(c.commitId()));
+    }
+    for (StoreLayout.SnapshotName s : listing.snapshots().getOrDefault(version, List.of())) {
+      ids.add(StoreLayout.formatId(s.commitId()) + " (snapshot)");
+    }
+    return ids.isEmpty()
+        ? "; the version has no commit at all"
+        : "; its other commits: " + String.join(", ", new java.util.TreeSet<>(ids));
   }
 
   /** Reads the commit {@code copies} hold (one commit id: the primary, then a hedge copy). */
