@@ -1,6 +1,7 @@
 package io.streamstate.spark;
 
 import io.streamstate.core.engine.StateTransaction;
+import java.util.OptionalLong;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
 import org.apache.spark.sql.execution.streaming.state.UnsafeRowPair;
@@ -19,9 +20,10 @@ final class StreamStateStore extends StreamStateStoreBase implements StateStore 
       StreamStateProviderBase provider,
       StateTransaction tx,
       long version,
+      OptionalLong requestedCommitId,
       boolean readOnly,
       boolean forceSnapshotOnCommit) {
-    super(provider, tx, version, readOnly, forceSnapshotOnCommit);
+    super(provider, tx, version, requestedCommitId, readOnly, forceSnapshotOnCommit);
   }
 
   @Override

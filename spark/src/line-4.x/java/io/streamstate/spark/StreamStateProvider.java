@@ -37,10 +37,12 @@ import scala.collection.immutable.Seq;
  *       finally {@link #close()}.
  * </ol>
  *
- * <p>Not supported, with a clear error: checkpoint format v2 ({@value
- * StreamStateConf#SPARK_CHECKPOINT_FORMAT_VERSION} = 2), {@code loadEmpty} (offline state
- * repartitioning). Spark 4.2 refuses streaming {@code transformWithState} for every provider but
- * its own RocksDB one, by class name, before a provider is ever created (4.0 and 4.1 do not).
+ * <p>Checkpoint format v2 ({@value StreamStateConf#SPARK_CHECKPOINT_FORMAT_VERSION} = 2): the id
+ * Spark passes to {@link #getStore} names the exact commit of the version to load, and a committed
+ * store reports its own commit's id ({@link CheckpointIds}). Not supported, with a clear error:
+ * {@code loadEmpty} (offline state repartitioning). Spark 4.2 refuses streaming {@code
+ * transformWithState} for every provider but its own RocksDB one, by class name, before a provider
+ * is ever created (4.0 and 4.1 do not).
  *
  * <p>The lifecycle itself is {@link StreamStateProviderBase}'s, shared with the 3.5 line; this
  * class holds the members only 4.x's trait has. Those only newer 4.x lines call carry no
@@ -60,9 +62,6 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
       Configuration hadoopConf,
       boolean useMultipleValuesPerKey,
       Option<StateSchemaProvider> stateSchemaProvider) {
-    if (storeConfs.enableStateStoreCheckpointIds()) {
-      throw checkpointIdsUnsupported(stateStoreId);
-    }
     refuseUnsupportedEncodings(stateStoreId, storeConfs);
     initStore(
         stateStoreId,
@@ -85,9 +84,6 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
       boolean forceSnapshotOnCommit,
       boolean loadEmpty) {
     checkInitialized();
-    if (stateStoreCkptId.isDefined()) {
-      throw checkpointIdsUnsupported(stateStoreId());
-    }
     if (loadEmpty) {
       throw new UnsupportedOperationException(
           "streamstate cannot create an empty store at version "
@@ -96,16 +92,14 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
               + describe(stateStoreId())
               + " (loadEmpty, used by offline state repartitioning)");
     }
-    return (StateStore) open(version, false, forceSnapshotOnCommit);
+    return (StateStore)
+        open(version, stateStoreCkptId.getOrElse(() -> null), false, forceSnapshotOnCommit);
   }
 
   @Override
   public ReadStateStore getReadStore(long version, Option<String> uniqueId) {
     checkInitialized();
-    if (uniqueId.isDefined()) {
-      throw checkpointIdsUnsupported(stateStoreId());
-    }
-    return (ReadStateStore) open(version, true, false);
+    return (ReadStateStore) open(version, uniqueId.getOrElse(() -> null), true, false);
   }
 
   /** What Spark 4.1 calls (without the snapshot flag). */
@@ -121,10 +115,8 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
       Option<String> uniqueId,
       boolean forceSnapshotOnCommit) {
     if (readStore instanceof StreamStateStoreBase ours) {
-      if (uniqueId.isDefined()) {
-        throw checkpointIdsUnsupported(stateStoreId());
-      }
-      return (StateStore) upgradeForWrite(ours, version, forceSnapshotOnCommit);
+      return (StateStore)
+          upgradeForWrite(ours, version, uniqueId.getOrElse(() -> null), forceSnapshotOnCommit);
     }
     return getStore(version, uniqueId, forceSnapshotOnCommit, false);
   }
@@ -171,16 +163,5 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
               + "=false (the default) for queries using"
               + " io.streamstate.spark.StreamStateProvider.");
     }
-  }
-
-  private static UnsupportedOperationException checkpointIdsUnsupported(StateStoreId id) {
-    return new UnsupportedOperationException(
-        "streamstate does not support state store checkpoint format version 2 (checkpoint ids),"
-            + " requested for state store "
-            + (id == null ? "?" : describe(id))
-            + ". Set "
-            + StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION
-            + "=1 (the default) for queries"
-            + " using io.streamstate.spark.StreamStateProvider.");
   }
 }

@@ -1,6 +1,7 @@
 package io.streamstate.spark;
 
 import io.streamstate.core.engine.StateTransaction;
+import java.util.OptionalLong;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -22,9 +23,10 @@ final class StreamStateStore extends StreamStateStoreBase implements StateStore 
       StreamStateProviderBase provider,
       StateTransaction tx,
       long version,
+      OptionalLong requestedCommitId,
       boolean readOnly,
       boolean forceSnapshotOnCommit) {
-    super(provider, tx, version, readOnly, forceSnapshotOnCommit);
+    super(provider, tx, version, requestedCommitId, readOnly, forceSnapshotOnCommit);
   }
 
   @Override
@@ -83,10 +85,27 @@ final class StreamStateStore extends StreamStateStoreBase implements StateStore 
         isInternal);
   }
 
+  /**
+   * The commit this store made and the one it was loaded at, by checkpoint id, when checkpoint
+   * format v2 is on (as Spark's RocksDB provider reports them; the driver records the first in the
+   * commit log and checks the second against it); otherwise no ids.
+   */
   @Override
   public StateStoreCheckpointInfo getStateStoreCheckpointInfo() {
+    if (!provider().storeConf().enableStateStoreCheckpointIds()) {
+      return new StateStoreCheckpointInfo(
+          id().partitionId(), batchVersion(), Option.empty(), Option.empty());
+    }
+    String committed = committedCheckpointId();
+    if (committed == null) {
+      throw StateStoreErrors.stateStoreOperationOutOfOrder(
+          "Cannot get checkpointInfo without committing the store");
+    }
     return new StateStoreCheckpointInfo(
-        id().partitionId(), batchVersion(), Option.empty(), Option.empty());
+        id().partitionId(),
+        batchVersion(),
+        Option.apply(committed),
+        Option.apply(baseCheckpointId()));
   }
 
   /** Spark's own checks and error classes for column family names. */

@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
@@ -208,18 +209,25 @@ abstract class StreamStateProviderBase {
    * released). Spark 4.1+ asks for this ({@code upgradeReadStoreToWriteStore}).
    */
   final StreamStateStoreBase upgradeForWrite(
-      StreamStateStoreBase readStore, long version, boolean forceSnapshotOnCommit) {
+      StreamStateStoreBase readStore,
+      long version,
+      String checkpointId,
+      boolean forceSnapshotOnCommit) {
     if (readStore.provider() != this) {
       // The provider was unloaded and replaced between the read and the write phase of the
       // task: the read store still holds the original provider's permit, so upgrade there.
-      return readStore.provider().upgradeForWrite(readStore, version, forceSnapshotOnCommit);
+      return readStore
+          .provider()
+          .upgradeForWrite(readStore, version, checkpointId, forceSnapshotOnCommit);
     }
-    if (readStore.version() == version && readStore.upgradeToWritable(forceSnapshotOnCommit)) {
+    if (readStore.version() == version
+        && readStore.isLoadedAt(CheckpointIds.parse(checkpointId, describe(storeId), version))
+        && readStore.upgradeToWritable(forceSnapshotOnCommit)) {
       return readStore;
     }
     readStore.release();
     checkInitialized();
-    return open(version, false, forceSnapshotOnCommit);
+    return open(version, checkpointId, false, forceSnapshotOnCommit);
   }
 
   /** Snapshots if due, then applies retention. Failures are logged: maintenance is best effort. */
@@ -453,11 +461,21 @@ abstract class StreamStateProviderBase {
   // ---------------------------------------------------------------------------------------------
 
   final StreamStateStoreBase open(long version, boolean readOnly, boolean forceSnapshotOnCommit) {
+    return open(version, null, readOnly, forceSnapshotOnCommit);
+  }
+
+  /**
+   * The store of {@code version}; with {@code checkpointId} (Spark's checkpoint format v2, the id
+   * its commit log records for this partition), of exactly that commit of the version.
+   */
+  final StreamStateStoreBase open(
+      long version, String checkpointId, boolean readOnly, boolean forceSnapshotOnCommit) {
     if (version < 0) {
       throw LoadErrors.unexpectedVersion(version);
     }
+    OptionalLong commitId = CheckpointIds.parse(checkpointId, describe(storeId), version);
     if (!readOnly) {
-      StreamStateStoreBase upgraded = upgradeOwnReadStore(version, forceSnapshotOnCommit);
+      StreamStateStoreBase upgraded = upgradeOwnReadStore(version, commitId, forceSnapshotOnCommit);
       if (upgraded != null) {
         return upgraded;
       }
@@ -465,12 +483,12 @@ abstract class StreamStateProviderBase {
     acquirePermit(version);
     StreamStateStoreBase opened = null;
     try {
-      StateTransaction tx = store.begin(version);
+      StateTransaction tx = store.begin(version, commitId);
       if (readOnly) {
         tx.expectCommit(false); // group commits of other tasks need not wait for it
       }
       // The line's store (each line's module compiles its own StreamStateStore with this source).
-      opened = new StreamStateStore(this, tx, version, readOnly, forceSnapshotOnCommit);
+      opened = new StreamStateStore(this, tx, version, commitId, readOnly, forceSnapshotOnCommit);
       openStore.set(opened);
       if (closed) {
         // Closed while loading: close() left ending this store to us (and the engine's close).
@@ -566,13 +584,15 @@ abstract class StreamStateProviderBase {
    * It becomes the writable store in place, as {@link #upgradeForWrite} does on 4.1+. Null if the
    * task holds no such store.
    */
-  private StreamStateStoreBase upgradeOwnReadStore(long version, boolean forceSnapshotOnCommit) {
+  private StreamStateStoreBase upgradeOwnReadStore(
+      long version, OptionalLong commitId, boolean forceSnapshotOnCommit) {
     StreamStateStoreBase current = openStore.get();
     TaskContext task = TaskContext.get();
     if (current != null
         && task != null
         && current.isOpenReadOnlyOf(task.taskAttemptId())
         && current.version() == version
+        && current.isLoadedAt(commitId)
         && current.upgradeToWritable(forceSnapshotOnCommit)) {
       return current;
     }

@@ -6,6 +6,7 @@ import io.streamstate.core.engine.StateTransaction;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.TreeSet;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
@@ -61,6 +62,9 @@ abstract class StreamStateStoreBase {
   /** Its provider was closed while it was open in another thread: every operation now fails. */
   private volatile boolean providerClosed;
 
+  /** The commit Spark asked for by checkpoint id (format v2), or empty. */
+  private final OptionalLong requestedCommitId;
+
   private long committedVersion = -1;
   private StateStoreMetrics committedMetrics;
   private boolean rowFormatValidated;
@@ -69,12 +73,14 @@ abstract class StreamStateStoreBase {
       StreamStateProviderBase provider,
       StateTransaction tx,
       long version,
+      OptionalLong requestedCommitId,
       boolean readOnly,
       boolean forceSnapshotOnCommit) {
     this.provider = provider;
     this.tx = tx;
     this.rowCounts = new RowCounts(tx);
     this.version = version;
+    this.requestedCommitId = requestedCommitId;
     this.readOnly = readOnly;
     this.forceSnapshotOnCommit = forceSnapshotOnCommit;
   }
@@ -417,6 +423,33 @@ abstract class StreamStateStoreBase {
         Map.of(),
         id(),
         -1);
+  }
+
+  /**
+   * Whether this store was loaded at the commit {@code commitId} names: any commit of its version
+   * when empty, else exactly that one.
+   */
+  final boolean isLoadedAt(OptionalLong commitId) {
+    return commitId.isEmpty() || tx.baseCommitId() == commitId.getAsLong();
+  }
+
+  /**
+   * Spark's checkpoint id of the commit this store made (checkpoint format v2); null before commit.
+   */
+  final String committedCheckpointId() {
+    return state == State.COMMITTED && committedVersion > 0
+        ? CheckpointIds.format(tx.committedId())
+        : null;
+  }
+
+  /**
+   * Spark's checkpoint id of the version this store was loaded at, as Spark passed it (the driver
+   * checks it against its commit log); null when it passed none.
+   */
+  final String baseCheckpointId() {
+    return requestedCommitId.isPresent()
+        ? CheckpointIds.format(requestedCommitId.getAsLong())
+        : null;
   }
 
   /** The version this store's commit made, or will make (Spark 4.x's checkpoint info). */

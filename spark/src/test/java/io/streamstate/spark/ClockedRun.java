@@ -169,7 +169,11 @@ final class ClockedRun {
       throws Exception {
     Map<String, String> previous = new LinkedHashMap<>();
     spark.conf().set(TestSessions.PROVIDER_CLASS, providerClass);
-    for (Map.Entry<String, String> e : sessionConf.entrySet()) {
+    Map<String, String> confs = new LinkedHashMap<>(sessionConf);
+    if (TestSessions.OURS.equals(providerClass)) {
+      TestSessions.forcedOursConf().forEach(confs::putIfAbsent);
+    }
+    for (Map.Entry<String, String> e : confs.entrySet()) {
       previous.put(e.getKey(), spark.conf().get(e.getKey(), null));
       spark.conf().set(e.getKey(), e.getValue());
     }

@@ -7,8 +7,6 @@ import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.window;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -216,23 +214,6 @@ class ProviderLifecycleIT {
     try (Stream<Path> files = Files.list(dir)) {
       return files.count();
     }
-  }
-
-  @Test
-  void checkpointFormatVersion2IsRejectedWithAClearError() {
-    assumeTrue(TestSessions.sparkAtLeast(4, 0), "checkpoint format v2 exists from Spark 4.0 on");
-    ClockedRun run = new ClockedRun(spark, 1, in -> windowedCounts(in.get(0)), OutputMode.Update());
-    ClockedRun.Steps steps = new ClockedRun.Steps().data(0, ev("a", 1, 1)).tick();
-
-    assertThatThrownBy(
-            () ->
-                run.run(
-                    TestSessions.OURS,
-                    work.resolve("v2"),
-                    steps,
-                    Map.of(StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION, "2")))
-        .hasStackTraceContaining("does not support state store checkpoint format version 2")
-        .hasStackTraceContaining("spark.sql.streaming.stateStore.checkpointFormatVersion=1");
   }
 
   /** State progress of the batches that had input, in order. */

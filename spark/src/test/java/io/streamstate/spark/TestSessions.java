@@ -94,7 +94,22 @@ final class TestSessions {
    * durability (spark/pom.xml, execution {@code parity-hedged-async}).
    */
   static Map<String, String> forcedConf() {
-    String spec = System.getProperty(FORCED_CONF, "").trim();
+    return confsOf(System.getProperty(FORCED_CONF, ""));
+  }
+
+  /**
+   * Session confs from the system property {@value #FORCED_OURS_CONF}, set for the runs with our
+   * provider only ({@link ClockedRun}): how the build runs the parity ITs under checkpoint format
+   * v2, which Spark's HDFS-backed provider of the reference runs refuses.
+   */
+  static Map<String, String> forcedOursConf() {
+    return confsOf(System.getProperty(FORCED_OURS_CONF, ""));
+  }
+
+  static final String FORCED_OURS_CONF = "streamstate.it.forcedOursConf";
+
+  private static Map<String, String> confsOf(String property) {
+    String spec = property.trim();
     Map<String, String> confs = new java.util.TreeMap<>();
     for (String pair : spec.split(";")) {
       if (pair.isBlank()) {
@@ -109,11 +124,17 @@ final class TestSessions {
   static final String FORCED_CONF = "streamstate.it.forcedConf";
 
   /**
-   * When the forced confs hedge every write, checks that this JVM's stores did hedge, and when they
-   * force group commit, that segments did hold several commits: else the extra parity runs would
-   * prove nothing about either.
+   * When the forced confs hedge every write, checks that this JVM's stores did hedge, when they
+   * force group commit, that segments did hold several commits, and when they force checkpoint
+   * format v2, that stores were loaded by checkpoint id: else the extra parity runs would prove
+   * nothing about them.
    */
   static void assertHedgedIfForced() {
+    if ("2".equals(forcedOursConf().get(StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION))) {
+      org.assertj.core.api.Assertions.assertThat(CheckpointIds.parsedForTests())
+          .as("stores loaded by checkpoint id in this JVM under checkpoint format v2")
+          .isPositive();
+    }
     if (forcedConf().containsKey(StreamStateConf.HEDGE_FLOOR_MS)) {
       org.assertj.core.api.Assertions.assertThat(
               StreamStateProvider.hedgeMetricsForTests().hedgesFired())

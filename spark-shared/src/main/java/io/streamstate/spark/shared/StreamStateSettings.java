@@ -142,7 +142,7 @@ public class StreamStateSettings {
       StoreOptions.defaults().tornFileGraceMillis();
   public static final long DEFAULT_LOCK_TIMEOUT_MS = 120_000;
 
-  /** Spark's key that selects checkpoint format v2 (checkpoint ids), which we do not support. */
+  /** Spark's key that selects checkpoint format v2 (checkpoint ids in the commit log). */
   public static final String SPARK_CHECKPOINT_FORMAT_VERSION =
       "spark.sql.streaming.stateStore.checkpointFormatVersion";
 

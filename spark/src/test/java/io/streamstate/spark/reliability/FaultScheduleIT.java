@@ -34,14 +34,18 @@ import org.junit.jupiter.api.Test;
  * <p>A second test runs schedules with Spark's logs in log journals ({@code logJournal.enabled}),
  * seeds from 1000, and prints {@code log-journal fault schedules: ...}.
  *
+ * <p>A third runs schedules under Spark's checkpoint format v2 (checkpoint ids in the commit log),
+ * seeds from 2000, and prints {@code checkpoint-v2 fault schedules: ...}.
+ *
  * <p>System properties: {@value #SCHEDULES} (default 50; the soak mode runs 1000 or more), {@value
- * #LOG_JOURNAL_SCHEDULES} (default 20) and {@value #SEED} (run only that seed, as a failure message
- * says).
+ * #LOG_JOURNAL_SCHEDULES} (default 20), {@value #V2_SCHEDULES} (default 12) and {@value #SEED} (run
+ * only that seed, as a failure message says).
  */
 class FaultScheduleIT {
   static final String SCHEDULES = "streamstate.faults.schedules";
   static final String SEED = "streamstate.faults.seed";
   static final String LOG_JOURNAL_SCHEDULES = "streamstate.faults.logJournalSchedules";
+  static final String V2_SCHEDULES = "streamstate.faults.v2Schedules";
   private static final int BATCHES = 3;
   private static final int PARTITIONS = 2;
   private static final int MAX_RESTARTS = 8;
@@ -169,7 +173,7 @@ class FaultScheduleIT {
 
   @Test
   void everySeededFaultScheduleGivesTheReferenceOutput() throws Exception {
-    runSchedules(seeds(0, Integer.getInteger(SCHEDULES, 50)), false);
+    runSchedules(seeds(0, Integer.getInteger(SCHEDULES, 50)), false, "fault schedules");
   }
 
   /**
@@ -181,9 +185,33 @@ class FaultScheduleIT {
   void everySeededFaultScheduleWithLogJournalsGivesTheReferenceOutput() throws Exception {
     spark.conf().set(io.streamstate.spark.StreamStateConf.LOG_JOURNAL, "true");
     try {
-      runSchedules(seeds(1000, Integer.getInteger(LOG_JOURNAL_SCHEDULES, 20)), true);
+      runSchedules(
+          seeds(1000, Integer.getInteger(LOG_JOURNAL_SCHEDULES, 20)),
+          true,
+          "log-journal fault schedules");
     } finally {
       spark.conf().unset(io.streamstate.spark.StreamStateConf.LOG_JOURNAL);
+    }
+  }
+
+  /**
+   * The same under Spark's checkpoint format v2 (on Spark 4.0 and later): each batch's tasks load
+   * exactly the commit the commit log names, whatever other commits retries, speculative attempts
+   * and re-runs made of that version; seeds from 2000.
+   */
+  @Test
+  void everySeededFaultScheduleUnderCheckpointFormatV2GivesTheReferenceOutput() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        org.apache.spark.package$.MODULE$.SPARK_VERSION().charAt(0) >= '4',
+        "checkpoint format v2 exists from Spark 4.0 on");
+    spark.conf().set(io.streamstate.spark.StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION, "2");
+    try {
+      runSchedules(
+          seeds(2000, Integer.getInteger(V2_SCHEDULES, 12)),
+          false,
+          "checkpoint-v2 fault schedules");
+    } finally {
+      spark.conf().unset(io.streamstate.spark.StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION);
     }
   }
 
@@ -201,7 +229,7 @@ class FaultScheduleIT {
     return seeds;
   }
 
-  private void runSchedules(List<Long> seeds, boolean logJournals) throws Exception {
+  private void runSchedules(List<Long> seeds, boolean logJournals, String name) throws Exception {
     long lost = 0;
     long doubled = 0;
     long restarts = 0;
@@ -230,7 +258,7 @@ class FaultScheduleIT {
     long total = injected.values().stream().mapToLong(Long::longValue).sum();
     String summary =
         String.format(
-            (logJournals ? "log-journal fault schedules" : "fault schedules")
+            name
                 + ": %d run, %d rows lost, %d rows doubled, %d faults injected (by kind:"
                 + " %s), %d schedules failed, %d query restarts, %d task attempts failed by"
                 + " injection, %d speculative attempts",
@@ -246,11 +274,7 @@ class FaultScheduleIT {
             TaskFaults.failedAttempts.get() - failedTasksBefore,
             speculativeAttempts.get());
     System.out.println(summary);
-    Path report =
-        Path.of(
-            "target",
-            "reliability",
-            logJournals ? "fault-schedules-log-journals.txt" : "fault-schedules.txt");
+    Path report = Path.of("target", "reliability", name.replace(' ', '-') + ".txt");
     Files.createDirectories(report.getParent());
     List<String> lines = new ArrayList<>(failed);
     lines.add(summary);
