@@ -45,14 +45,17 @@ public final class StateTransaction implements AutoCloseable {
   private final List<MergingIterator> iterators = new ArrayList<>();
   private State state = State.OPEN;
   private final long baseCommitId;
+  private final boolean emptyBase;
   private long committedVersion = -1;
   private long committedId;
 
-  StateTransaction(VersionedStore store, LocalDb db, long version, long baseCommitId) {
+  StateTransaction(
+      VersionedStore store, LocalDb db, long version, long baseCommitId, boolean emptyBase) {
     this.store = store;
     this.db = db;
     this.version = version;
     this.baseCommitId = baseCommitId;
+    this.emptyBase = emptyBase;
     this.families = new LinkedHashSet<>(db.familyNames());
   }
 
@@ -64,6 +67,14 @@ public final class StateTransaction implements AutoCloseable {
   /** The commit id of the version this transaction was loaded at (0 for the empty state). */
   public long baseCommitId() {
     return baseCommitId;
+  }
+
+  /**
+   * Whether this transaction starts from nothing at its version ({@link
+   * VersionedStore#beginEmpty}): its commit publishes a snapshot, not a changelog.
+   */
+  public boolean startsEmpty() {
+    return emptyBase;
   }
 
   /** The column families visible now, {@code "default"} always among them. */

@@ -188,7 +188,7 @@ public final class VersionedStore implements AutoCloseable {
         metrics.countDurableLoad();
         loader.load(version, commitId);
       }
-      openTransaction = new StateTransaction(this, local.db(), version, local.commitId());
+      openTransaction = new StateTransaction(this, local.db(), version, local.commitId(), false);
       publisher.announce(version + 1); // g1
       return openTransaction;
     } catch (RuntimeException e) {
@@ -202,6 +202,41 @@ public final class VersionedStore implements AutoCloseable {
     }
   }
 
+  /**
+   * Opens a transaction at {@code version} on an empty state, reading nothing durable: what it puts
+   * replaces everything before (offline state rewrites, such as Spark's repartitioning, which
+   * rewrite every row of a store). Its commit publishes version {@code version + 1} whole, as a
+   * snapshot written before the commit returns, not as a changelog: a changelog of it would name a
+   * parent no durable commit holds (docs/protocol.md, "Empty base").
+   *
+   * @throws IllegalStateException a transaction is open
+   */
+  public StateTransaction beginEmpty(long version) {
+    if (version < 0) {
+      throw new IllegalArgumentException("version must be >= 0: " + version);
+    }
+    lock.lock();
+    try {
+      checkNotClosed();
+      if (openTransaction != null) {
+        throw new IllegalStateException(
+            "Store "
+                + name
+                + " already has an open transaction at version "
+                + openTransaction.version());
+      }
+      local.openEmptyAt(version);
+      // Not announced to group commit: its commit publishes no changelog.
+      openTransaction = new StateTransaction(this, local.db(), version, 0, true);
+      return openTransaction;
+    } catch (RuntimeException e) {
+      local.discard();
+      throw e;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Commit (docs/protocol.md, "Commit")
 
@@ -209,6 +244,9 @@ public final class VersionedStore implements AutoCloseable {
   record Committed(long version, long commitId) {}
 
   Committed commit(StateTransaction tx) {
+    if (tx.startsEmpty()) {
+      return commitWhole(tx);
+    }
     lock.lock();
     try {
       checkNotClosed();
@@ -252,13 +290,72 @@ public final class VersionedStore implements AutoCloseable {
   }
 
   /**
+   * The commit of a transaction that started empty: applied locally, then published as a snapshot
+   * of the new version in this thread; the commit returns once the snapshot's manifest is durable.
+   * If the snapshot fails, nothing names the new version (at most unreferenced files, which
+   * retention deletes) and the local instance is dropped.
+   */
+  private Committed commitWhole(StateTransaction tx) {
+    // Maintenance first, then the store's lock: the order snapshots take them in.
+    maintenanceLock.lock();
+    try {
+      long start = System.nanoTime();
+      long newVersion = tx.version() + 1;
+      long commitId = CommitIds.next();
+      Changelog changes;
+      lock.lock();
+      try {
+        checkNotClosed();
+        if (tx != openTransaction) {
+          throw new IllegalStateException("Transaction of store " + name + " is not the open one");
+        }
+        changes = tx.toChangelog(newVersion, commitId, local.commitId());
+        local.apply(changes);
+        openTransaction = null;
+      } finally {
+        lock.unlock();
+      }
+      long published;
+      try {
+        published = snapshots.snapshotNow();
+      } catch (RuntimeException e) {
+        discardLocal();
+        throw e;
+      }
+      if (published != newVersion) {
+        discardLocal();
+        throw new IllegalStateException(
+            "Store "
+                + name
+                + ": version "
+                + newVersion
+                + ", written from an empty state, could not be published as a snapshot"
+                + (closed ? " (the store closed)" : " (snapshot " + published + " instead)"));
+      }
+      metrics.countCommit(System.nanoTime() - start, 0, changes.changeCount());
+      return new Committed(newVersion, commitId);
+    } finally {
+      maintenanceLock.unlock();
+    }
+  }
+
+  private void discardLocal() {
+    lock.lock();
+    try {
+      local.discard();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
    * Declares whether the open transaction may still commit: a read-only use withdraws it from group
    * commit, so that other stores' segments do not wait for it.
    */
   void expectCommit(StateTransaction tx, boolean mayCommit) {
     lock.lock();
     try {
-      if (tx != openTransaction) {
+      if (tx != openTransaction || tx.startsEmpty()) {
         return;
       }
       if (mayCommit) {
@@ -278,6 +375,9 @@ public final class VersionedStore implements AutoCloseable {
       if (openTransaction == tx) {
         openTransaction = null;
         publisher.withdraw();
+        if (tx.startsEmpty()) {
+          local.discard(); // its empty base is no version's state
+        }
       }
     } finally {
       lock.unlock();

@@ -136,6 +136,22 @@ public final class LocalInstance {
     lineage.put(0L, 0L);
   }
 
+  /**
+   * Replaces the instance with an empty state that stands for {@code version} (offline state
+   * rewrites: the state written next replaces all that came before). No durable commit has that
+   * version's state: the instance must be discarded unless the version built on it is published
+   * whole, as a snapshot.
+   */
+  public void openEmptyAt(long version) {
+    discard();
+    db = LocalDb.open(storeName, newDbDir(), budget, openDatabases);
+    confirmedSsts = Map.of();
+    this.version = version;
+    commitId = 0;
+    lineage.clear();
+    lineage.put(version, 0L);
+  }
+
   /** A fresh directory for a new RocksDB instance (of the next generation). */
   public Path newDbDir() {
     generation++;
