@@ -39,10 +39,10 @@ import scala.collection.immutable.Seq;
  *
  * <p>Checkpoint format v2 ({@value StreamStateConf#SPARK_CHECKPOINT_FORMAT_VERSION} = 2): the id
  * Spark passes to {@link #getStore} names the exact commit of the version to load, and a committed
- * store reports its own commit's id ({@link CheckpointIds}). Not supported, with a clear error:
- * {@code loadEmpty} (offline state repartitioning). Spark 4.2 refuses streaming {@code
- * transformWithState} for every provider but its own RocksDB one, by class name, before a provider
- * is ever created (4.0 and 4.1 do not).
+ * store reports its own commit's id ({@link CheckpointIds}). {@code loadEmpty} (Spark 4.2's offline
+ * state repartitioning) opens an empty store whose commit publishes the new version whole, as a
+ * snapshot. Spark 4.2 refuses streaming {@code transformWithState} for every provider but its own
+ * RocksDB one, by class name, before a provider is ever created (4.0 and 4.1 do not).
  *
  * <p>The lifecycle itself is {@link StreamStateProviderBase}'s, shared with the 3.5 line; this
  * class holds the members only 4.x's trait has. Those only newer 4.x lines call carry no
@@ -85,12 +85,17 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
       boolean loadEmpty) {
     checkInitialized();
     if (loadEmpty) {
-      throw new UnsupportedOperationException(
-          "streamstate cannot create an empty store at version "
-              + version
-              + " of "
-              + describe(stateStoreId())
-              + " (loadEmpty, used by offline state repartitioning)");
+      if (stateStoreCkptId.isDefined()) {
+        throw new IllegalArgumentException(
+            "loadEmpty takes no checkpoint id (given "
+                + stateStoreCkptId.get()
+                + " for version "
+                + version
+                + " of state store "
+                + describe(stateStoreId())
+                + ")");
+      }
+      return (StateStore) openEmpty(version);
     }
     return (StateStore)
         open(version, stateStoreCkptId.getOrElse(() -> null), false, forceSnapshotOnCommit);

@@ -470,11 +470,29 @@ abstract class StreamStateProviderBase {
    */
   final StreamStateStoreBase open(
       long version, String checkpointId, boolean readOnly, boolean forceSnapshotOnCommit) {
+    return open(version, checkpointId, readOnly, forceSnapshotOnCommit, false);
+  }
+
+  /**
+   * The writable store of {@code version} on an empty state, reading nothing (Spark's {@code
+   * loadEmpty}: offline state rewrites such as repartitioning write every row of the store anew);
+   * its commit publishes the new version whole, as a snapshot.
+   */
+  final StreamStateStoreBase openEmpty(long version) {
+    return open(version, null, false, false, true);
+  }
+
+  private StreamStateStoreBase open(
+      long version,
+      String checkpointId,
+      boolean readOnly,
+      boolean forceSnapshotOnCommit,
+      boolean empty) {
     if (version < 0) {
       throw LoadErrors.unexpectedVersion(version);
     }
     OptionalLong commitId = CheckpointIds.parse(checkpointId, describe(storeId), version);
-    if (!readOnly) {
+    if (!readOnly && !empty) {
       StreamStateStoreBase upgraded = upgradeOwnReadStore(version, commitId, forceSnapshotOnCommit);
       if (upgraded != null) {
         return upgraded;
@@ -483,7 +501,7 @@ abstract class StreamStateProviderBase {
     acquirePermit(version);
     StreamStateStoreBase opened = null;
     try {
-      StateTransaction tx = store.begin(version, commitId);
+      StateTransaction tx = empty ? store.beginEmpty(version) : store.begin(version, commitId);
       if (readOnly) {
         tx.expectCommit(false); // group commits of other tasks need not wait for it
       }
