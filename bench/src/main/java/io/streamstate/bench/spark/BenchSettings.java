@@ -120,7 +120,11 @@ final class BenchSettings {
       storages = heap ? List.of("local") : List.of("local", "slow-datanode", "busy-namenode", "s3");
     }
     if (workloads == null) {
-      workloads = heap ? List.of(Workload.WINDOW_AGG) : List.of(Workload.values());
+      // tws on request only (--workloads tws): Spark runs it on its RocksDB provider only.
+      workloads =
+          heap
+              ? List.of(Workload.WINDOW_AGG)
+              : Stream.of(Workload.values()).filter(w -> w != Workload.TWS).toList();
     }
     if (providers == null) {
       providers =

@@ -61,6 +61,16 @@ enum Provider {
       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
       true,
       false),
+  /**
+   * {@code rocksdb-changelog} with our rename-free checkpoint file manager: how Spark 4.2 runs
+   * {@code transformWithState} with our storage (its changelogs and zips written once, hedged on
+   * HDFS-like profiles). On request only.
+   */
+  ROCKSDB_CHANGELOG_RF(
+      "rocksdb-changelog-rf",
+      "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+      true,
+      false),
   NO_DURABILITY("no-durability", "io.streamstate.spark.StreamStateProvider", false, true);
 
   /** Spark's tuned checkpoint file manager for its logs (no process per file), for everyone. */
@@ -177,7 +187,7 @@ enum Provider {
 
   /** A variant of ours that runs only when {@code --providers} names it. */
   boolean onRequestOnly() {
-    return ours() && this != STREAMSTATE;
+    return (ours() && this != STREAMSTATE) || this == ROCKSDB_CHANGELOG_RF;
   }
 
   /** The checkpoint file manager of Spark's own logs for this label. */
@@ -188,6 +198,7 @@ enum Provider {
             || this == STREAMSTATE_LOGJOURNAL
             || this == STREAMSTATE_TAILFREE
             || this == STREAMSTATE_TAILFREE_NOHEDGE
+            || this == ROCKSDB_CHANGELOG_RF
         ? RENAME_FREE_MANAGER
         : SPARK_FILE_SYSTEM_MANAGER;
   }

@@ -85,7 +85,41 @@ enum Workload {
               "order_id = pay_order_id AND pay_time >= order_time"
                   + " AND pay_time <= order_time + interval 1 minute"));
     }
+  },
+  /**
+   * {@code transformWithState} (value, list and map state, event-time timers) keyed by {@code value
+   * % keys}, {@code keys} keys per minute of event time, 1-minute watermark: a key's timer a minute
+   * after its newest event clears it, so the state holds about {@code keys} keys. Spark 4.2 runs it
+   * on its RocksDB provider only ({@link RoundPlan#runs}).
+   */
+  TWS("tws") {
+    @Override
+    @SuppressWarnings("unchecked")
+    Dataset<Row> build(SparkSession spark, long keys, long rowsPerBatch) {
+      // Built by TwsQuery, which (with its processor) is compiled on Spark 4.x lines only: Spark
+      // 3.5
+      // has no transformWithState (the parent POM's line.bench.excludes).
+      try {
+        return (Dataset<Row>)
+            Class.forName("io.streamstate.bench.spark.TwsQuery")
+                .getDeclaredMethod("build", Dataset.class, long.class)
+                .invoke(null, rate(spark, rowsPerBatch), Math.max(1, keys));
+      } catch (ReflectiveOperationException e) {
+        throw new IllegalStateException(
+            "The tws workload needs Spark 4.0+ (this bench was built without it): " + e, e);
+      }
+    }
+
+    @Override
+    boolean runsOn(Provider provider) {
+      return provider.className.equals(Provider.ROCKSDB.className);
+    }
   };
+
+  /** Whether Spark runs this workload on {@code provider} (all but {@link #TWS}: every one). */
+  boolean runsOn(Provider provider) {
+    return true;
+  }
 
   static final long START_MS = Instant.parse("2026-01-01T00:00:00Z").toEpochMilli();
 
@@ -115,7 +149,7 @@ enum Workload {
         .load();
   }
 
-  private static Column eventTime(double msPerRow) {
+  static Column eventTime(double msPerRow) {
     return timestamp_millis(col("value").multiply(msPerRow).cast("long").plus(START_MS))
         .as("event_time");
   }

@@ -24,6 +24,14 @@ public final class HedgeCounters {
     return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.SPARK_LOGS);
   }
 
+  /**
+   * The changelogs and snapshot zips of Spark's RocksDB provider written through our checkpoint
+   * file manager ({@code io.streamstate.spark.shared.checkpoint.RocksDbUploads}).
+   */
+  public static HedgeMetrics.Snapshot sparkStateFiles() {
+    return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.SPARK_STATE_FILES);
+  }
+
   /** The file sink's output files written through our commit protocol. */
   public static HedgeMetrics.Snapshot sinkOutputs() {
     return Hedgers.of(ProcessResources.shared()).totals(Hedgers.Kind.SINK_OUTPUTS);

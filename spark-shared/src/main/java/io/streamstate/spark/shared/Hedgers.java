@@ -26,6 +26,11 @@ public final class Hedgers {
     /** Spark's log entries, through the checkpoint file manager. */
     SPARK_LOGS,
     /**
+     * The changelogs and snapshot zips of Spark's RocksDB provider, through the checkpoint file
+     * manager ({@code io.streamstate.spark.shared.checkpoint.RocksDbUploads}).
+     */
+    SPARK_STATE_FILES,
+    /**
      * The file sink's output files, through {@code io.streamstate.spark.HedgedFileCommitProtocol}.
      */
     SINK_OUTPUTS

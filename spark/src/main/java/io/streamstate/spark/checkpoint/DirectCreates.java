@@ -11,6 +11,7 @@ import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.hadoop.HadoopStorages;
 import io.streamstate.spark.shared.checkpoint.CheckpointProcessState;
 import io.streamstate.spark.shared.checkpoint.HedgedLogWrites;
+import io.streamstate.spark.shared.checkpoint.RocksDbUploads;
 import io.streamstate.spark.shared.checkpoint.TakenNames;
 import java.io.ByteArrayOutputStream;
 import java.io.FileNotFoundException;
@@ -32,8 +33,9 @@ import org.slf4j.LoggerFactory;
  * The manager's plain-file path: a file written once at its final name by the storage layer's
  * create ({@link HadoopStorage#openNew}, the one implementation of create-if-absent per store: the
  * table in docs/protocol.md, "Create-if-absent per store"), as a stream that {@code close()}
- * publishes and {@code cancel()} withdraws. On stores that take a name at create, a log entry is
- * buffered and published hedged ({@link HedgedLogWrites}).
+ * publishes and {@code cancel()} withdraws. On stores that take a name at create, a log entry, and
+ * a changelog or snapshot zip of Spark's RocksDB provider ({@link RocksDbUploads}), is buffered and
+ * published hedged ({@link HedgedLogWrites}).
  *
  * <p>This class only adapts: one storage per directory the manager writes in, Spark's stream and
  * Hadoop's exceptions ({@code org.apache.hadoop.fs.FileAlreadyExistsException} for a taken name,
@@ -121,6 +123,14 @@ final class DirectCreates {
     HadoopStorage dir =
         byDirectory.computeIfAbsent(
             qualified.getParent(), d -> HadoopStorage.openWith(fs, d, method, resources));
+    boolean logEntry = !overwrite && SparkLogEntries.isHedgedLogEntry(path);
+    boolean rocksDbUpload = overwrite && RocksDbUploads.isUploadName(path.getName());
+    if (rocksDbUpload && hedges != null) {
+      // Spark rewrites this name (a retry of the version): a hedge copy an earlier write left
+      // beside it is of that write, and would be read instead of this one. It goes first, so that
+      // a copy beside a name is always of the name's current write (HedgedLogWrites).
+      removeHedgeCopy(dir, path);
+    }
     PendingFile file;
     try {
       file = dir.openNew(qualified.getName(), overwrite);
@@ -131,14 +141,18 @@ final class DirectCreates {
     }
     // The name is ours from here (on stores that take it at create): a failed publish or a cancel
     // withdraws it, so no partial file of ours stays behind.
-    if (!overwrite
+    if ((logEntry || rocksDbUpload)
         && hedges != null
         && hedges.enabled()
-        && method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
-        && SparkLogEntries.isHedgedLogEntry(path)) {
-      // A log entry: buffered, and published hedged at close (HedgedLogWrites). The name is
-      // already ours, so the hedge cannot make another writer of this batch lose or win.
-      HedgeableBuffer buffer = new HedgeableBuffer(file.stream());
+        && method == CreateIfAbsent.Method.EXCLUSIVE_CREATE) {
+      // A log entry, or a changelog or snapshot zip of Spark's RocksDB provider: buffered, and
+      // published hedged at close (HedgedLogWrites). A log entry's name is already ours, so the
+      // hedge cannot make another writer of this batch lose or win; an upload's overwrite makes
+      // the last writer win, as without hedging.
+      HedgeableBuffer buffer =
+          new HedgeableBuffer(
+              file.stream(),
+              logEntry ? HedgedLogWrites.MAX_HEDGED_BYTES : RocksDbUploads.MAX_HEDGED_BYTES);
       return new DirectOutputStream(
           buffer,
           path,
@@ -153,6 +167,15 @@ final class DirectCreates {
     }
     return new DirectOutputStream(
         file.stream(), path, () -> publishOrWithdraw(path, file), file::withdraw);
+  }
+
+  /** Deletes the hedge copy beside {@code path}, if there is one. */
+  private static void removeHedgeCopy(HadoopStorage dir, Path path) throws IOException {
+    try {
+      dir.delete(HedgedLogWrites.hedgePath(path).getName());
+    } catch (RetryableException e) {
+      throw ioFailure("Cannot remove the hedge copy of " + path + " before rewriting it", e);
+    }
   }
 
   /**
@@ -191,15 +214,17 @@ final class DirectCreates {
   }
 
   /**
-   * Buffers a log entry in memory until close; past {@link HedgedLogWrites#MAX_HEDGED_BYTES} it
-   * spills into the file's own stream and the write goes on unhedged.
+   * Buffers a file in memory until close; past {@code limit} bytes it spills into the file's own
+   * stream and the write goes on unhedged.
    */
   private static final class HedgeableBuffer extends OutputStream {
     private final OutputStream out;
+    private final int limit;
     private ByteArrayOutputStream buffer = new ByteArrayOutputStream(512);
 
-    HedgeableBuffer(OutputStream out) {
+    HedgeableBuffer(OutputStream out, int limit) {
       this.out = out;
+      this.limit = limit;
     }
 
     @Override
@@ -211,7 +236,7 @@ final class DirectCreates {
     public void write(byte[] b, int off, int len) throws IOException {
       if (buffer == null) {
         out.write(b, off, len);
-      } else if (buffer.size() + (long) len > HedgedLogWrites.MAX_HEDGED_BYTES) {
+      } else if (buffer.size() + (long) len > limit) {
         buffer.writeTo(out);
         buffer = null;
         out.write(b, off, len);

@@ -10,6 +10,7 @@ import io.streamstate.spark.shared.checkpoint.CheckpointProcessState;
 import io.streamstate.spark.shared.checkpoint.HedgedLogWrites;
 import io.streamstate.spark.shared.checkpoint.LogJournal;
 import io.streamstate.spark.shared.checkpoint.LogJournals;
+import io.streamstate.spark.shared.checkpoint.RocksDbUploads;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -73,6 +74,16 @@ import org.slf4j.LoggerFactory;
  * {@code .N.hedge} started after the hedge deadline, and close returns when either is complete.
  * {@link #open} reads a verified copy first, {@link #list} hides copies, {@link #delete} removes
  * the copy with its entry. See {@code docs/protocol.md}, "Hedged Spark log writes".
+ *
+ * <h2>Spark's RocksDB provider's uploads</h2>
+ *
+ * <p>Spark's {@code RocksDBStateStoreProvider} (the one provider Spark 4.2 runs {@code
+ * transformWithState} on) writes each version's changelog and each snapshot's zip through this
+ * class with {@code overwriteIfPossible=true} ({@link RocksDbUploads}): they are written once at
+ * their final name, and on HDFS buffered up to {@link RocksDbUploads#MAX_HEDGED_BYTES} and
+ * published hedged as log entries are, after the name's stale hedge copy (if any) is deleted.
+ * {@link #open} reads a verified copy first, {@link #list} hides copies, {@link #delete} removes
+ * the copy with its file. Its SST files bypass this class ({@code fs.copyFromLocalFile}).
  *
  * <p>On file systems with DataNode pipelines (HDFS) every create goes through the storage's
  * DataNode placement ({@code io.streamstate.hadoop.DataNodePlacement}): away from DataNodes a late
@@ -280,6 +291,11 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
       if (hedged != null) {
         return hedged;
       }
+    } else if (hedges != null && RocksDbUploads.isUploadName(path.getName())) {
+      FSDataInputStream hedged = openHedgeCopy(path);
+      if (hedged != null) {
+        return hedged;
+      }
     }
     if (SparkLogEntries.isSparkLogEntry(path)) {
       SparkLogEntries.checkComplete(path, delegate);
@@ -397,7 +413,9 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         return;
       }
     }
-    if (hedges != null && SparkLogEntries.isHedgedLogEntry(path)) {
+    if (hedges != null
+        && (SparkLogEntries.isHedgedLogEntry(path)
+            || RocksDbUploads.isUploadName(path.getName()))) {
       delegate.delete(HedgedLogWrites.hedgePath(path));
     }
     delegate.delete(path);

@@ -69,6 +69,15 @@ import org.slf4j.LoggerFactory;
  *       DataNodePlacement}): the copy is created on other DataNodes.
  * </ul>
  *
+ * <p>The changelogs and snapshot zips of Spark's RocksDB provider ({@link RocksDbUploads}) are
+ * published the same way, with two differences. Spark overwrites them ({@code
+ * overwriteIfPossible=true}: a retry of a version must replace the first attempt's file), so the
+ * manager first deletes a hedge copy an earlier write of the name may have left, then creates the
+ * name with {@code overwrite=true}: a copy beside a name is always of that name's current write.
+ * And they have writers of their own ({@link Hedgers.Kind#SPARK_STATE_FILES}, one per size class:
+ * up to 1 MiB, up to {@link RocksDbUploads#MAX_HEDGED_BYTES}), whose deadlines follow their own
+ * latencies.
+ *
  * <p>One {@link HedgedWriter} per process and policy ({@link Hedgers.Kind#SPARK_LOGS}), separate
  * from the state stores' (log writes have their own latencies), with the policy of our {@code
  * hedge.*} keys if Spark copied them into the Hadoop configuration (it copies every SQL conf), else
@@ -86,6 +95,11 @@ public final class HedgedLogWrites {
   private final FileSystem fs;
   private final HedgedWriter writer;
 
+  /** The writers of Spark's RocksDB provider's uploads, for files up to 1 MiB and larger. */
+  private final HedgedWriter stateFileWriter;
+
+  private final HedgedWriter largeStateFileWriter;
+
   /** Primary writes that failed after their hedge copy had won (the entry is torn at its name). */
   private final AtomicLong primaryFailuresAfterHedge;
 
@@ -96,9 +110,30 @@ public final class HedgedLogWrites {
   public HedgedLogWrites(FileSystem fs, Configuration conf, ProcessResources resources) {
     this.fs = fs;
     this.writer = writerOf(resources, conf);
+    // A policy each: a policy carries its writer's deadline and counters.
+    this.stateFileWriter =
+        Hedgers.of(resources)
+            .writer(
+                Hedgers.Kind.SPARK_STATE_FILES,
+                StreamStateSettings.hedgePolicy(conf),
+                STATE_FILE_CLASS_SMALL);
+    this.largeStateFileWriter =
+        Hedgers.of(resources)
+            .writer(
+                Hedgers.Kind.SPARK_STATE_FILES,
+                StreamStateSettings.hedgePolicy(conf),
+                STATE_FILE_CLASS_LARGE);
     this.primaryFailuresAfterHedge =
         CheckpointProcessState.of(resources).primaryFailuresAfterHedge();
   }
+
+  /**
+   * Size classes of Spark's RocksDB uploads, each with its own hedge deadline (a 5 MiB changelog
+   * takes longer than a 2 KiB zip): up to {@link #MAX_HEDGED_BYTES}, and larger.
+   */
+  private static final int STATE_FILE_CLASS_SMALL = 0;
+
+  private static final int STATE_FILE_CLASS_LARGE = 1;
 
   /** The process's writer of log entries for the policy of {@code conf}. */
   private static HedgedWriter writerOf(ProcessResources resources, Configuration conf) {
@@ -136,13 +171,18 @@ public final class HedgedLogWrites {
     return new Path(entry.getParent(), HedgeCopyFile.nameOf(entry.getName()));
   }
 
-  /** Whether {@code name} is a hedge copy's name ({@code .<digits>[.compact].hedge}). */
+  /**
+   * Whether {@code name} is a hedge copy's name: {@code .<digits>[.compact].hedge} of a log entry,
+   * or {@code .<version>[_<id>].changelog.hedge}, {@code .<version>[_<id>].zip.hedge} of Spark's
+   * RocksDB provider's uploads ({@link RocksDbUploads}).
+   */
   public static boolean isHedgeName(String name) {
     String suffix = HedgeCopyFile.NAME_SUFFIX;
-    return name.startsWith(".")
-        && name.endsWith(suffix)
-        && name.length() > 1 + suffix.length()
-        && isEntryName(name.substring(1, name.length() - suffix.length()));
+    if (!name.startsWith(".") || !name.endsWith(suffix) || name.length() <= 1 + suffix.length()) {
+      return false;
+    }
+    String copied = name.substring(1, name.length() - suffix.length());
+    return isEntryName(copied) || RocksDbUploads.isUploadName(copied);
   }
 
   /**
@@ -166,8 +206,12 @@ public final class HedgedLogWrites {
   public byte[] readHedge(Path entry) {
     Path hedge = hedgePath(entry);
     byte[] bytes;
+    int max =
+        RocksDbUploads.isUploadName(entry.getName())
+            ? RocksDbUploads.MAX_HEDGED_BYTES
+            : MAX_HEDGED_BYTES;
     try (FSDataInputStream in = fs.open(hedge)) {
-      bytes = in.readNBytes(MAX_HEDGED_BYTES + HedgeCopyFile.TRAILER_LENGTH + 1);
+      bytes = in.readNBytes(max + HedgeCopyFile.TRAILER_LENGTH + 1);
     } catch (FileNotFoundException e) {
       return null;
     } catch (IOException e) {
@@ -189,8 +233,10 @@ public final class HedgedLogWrites {
 
   /**
    * Publishes {@code bytes} as the entry {@code entry}, the file {@code primary} that the caller
-   * opened in {@code dir} (its directory's storage) with {@code openNew(name, overwrite=false)};
-   * returns once {@code entry} or its hedge copy is complete.
+   * opened in {@code dir} (its directory's storage) with {@code openNew(name, overwrite=false)}, or
+   * for an upload of Spark's RocksDB provider ({@link RocksDbUploads}) with {@code overwrite=true}
+   * after deleting any hedge copy an earlier write of that name left; returns once {@code entry} or
+   * its hedge copy is complete.
    *
    * @throws IOException neither completed (both copies are removed, as without hedging), or the
    *     caller was interrupted ({@link InterruptedIOException}; the writes already started
@@ -201,7 +247,8 @@ public final class HedgedLogWrites {
     Race race = new Race(dir, entry, primary, bytes);
     HedgedPublish result;
     try {
-      result = writer.publish(race, entry.getName(), hedgePath(entry).getName(), bytes);
+      result =
+          writerFor(entry, bytes).publish(race, entry.getName(), hedgePath(entry).getName(), bytes);
     } catch (OutcomeUnknownException e) {
       if (Thread.currentThread().isInterrupted()) {
         // The creates already started continue: the entry or its hedge may still complete.
@@ -222,6 +269,17 @@ public final class HedgedLogWrites {
           result.hedgeWon() ? "the hedge copy" : "the entry",
           result.latency().toMillis());
     }
+  }
+
+  /**
+   * The writer of {@code entry}: log entries share one, Spark's RocksDB uploads have one per size
+   * class (their latencies are theirs, not the log entries').
+   */
+  private HedgedWriter writerFor(Path entry, byte[] bytes) {
+    if (!RocksDbUploads.isUploadName(entry.getName())) {
+      return writer;
+    }
+    return bytes.length <= MAX_HEDGED_BYTES ? stateFileWriter : largeStateFileWriter;
   }
 
   /**
