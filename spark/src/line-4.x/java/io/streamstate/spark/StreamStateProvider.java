@@ -1,6 +1,7 @@
 package io.streamstate.spark;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.KeyStateEncoderSpec;
 import org.apache.spark.sql.execution.streaming.state.ReadStateStore;
 import org.apache.spark.sql.execution.streaming.state.StateSchemaProvider;
@@ -9,8 +10,12 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreConf;
 import org.apache.spark.sql.execution.streaming.state.StateStoreCustomMetric;
 import org.apache.spark.sql.execution.streaming.state.StateStoreId;
 import org.apache.spark.sql.execution.streaming.state.StateStoreProvider;
+import org.apache.spark.sql.execution.streaming.state.SupportsFineGrainedReplay;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.NextIterator;
+import scala.Enumeration;
 import scala.Option;
+import scala.Tuple4;
 import scala.collection.immutable.Seq;
 
 /**
@@ -48,7 +53,8 @@ import scala.collection.immutable.Seq;
  * class holds the members only 4.x's trait has. Those only newer 4.x lines call carry no
  * {@code @Override} (docs/spark-lines.md, "One source, compiled per line").
  */
-public class StreamStateProvider extends SparkLineProvider implements StateStoreProvider {
+public class StreamStateProvider extends SparkLineProvider
+    implements StateStoreProvider, SupportsFineGrainedReplay {
   public StreamStateProvider() {}
 
   @Override
@@ -124,6 +130,53 @@ public class StreamStateProvider extends SparkLineProvider implements StateStore
           upgradeForWrite(ours, version, uniqueId.getOrElse(() -> null), forceSnapshotOnCommit);
     }
     return getStore(version, uniqueId, forceSnapshotOnCommit, false);
+  }
+
+  /**
+   * What Spark 4.1+ calls: the state of {@code endVersion} rebuilt from the snapshot of exactly
+   * {@code snapshotVersion} ({@link FineGrainedReplay}).
+   */
+  public StateStore replayStateFromSnapshot(
+      long snapshotVersion,
+      long endVersion,
+      boolean readOnly,
+      Option<String> snapshotVersionStateStoreCkptId,
+      Option<String> endVersionStateStoreCkptId) {
+    return FineGrainedReplay.replay(
+        this,
+        snapshotVersion,
+        endVersion,
+        readOnly,
+        snapshotVersionStateStoreCkptId,
+        endVersionStateStoreCkptId);
+  }
+
+  /** What Spark 4.0 calls (no read-only flag, no checkpoint ids). */
+  public StateStore replayStateFromSnapshot(long snapshotVersion, long endVersion) {
+    return FineGrainedReplay.replay(
+        this, snapshotVersion, endVersion, false, Option.empty(), Option.empty());
+  }
+
+  /**
+   * What Spark 4.1+ calls: the changes of versions {@code startVersion} to {@code endVersion}
+   * ({@link FineGrainedReplay}).
+   */
+  public NextIterator<Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object>>
+      getStateStoreChangeDataReader(
+          long startVersion,
+          long endVersion,
+          Option<String> colFamilyNameOpt,
+          Option<String> endVersionStateStoreCkptId) {
+    return FineGrainedReplay.changes(
+        this, startVersion, endVersion, colFamilyNameOpt, endVersionStateStoreCkptId);
+  }
+
+  /** What Spark 4.0 calls (no checkpoint id). */
+  public NextIterator<Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object>>
+      getStateStoreChangeDataReader(
+          long startVersion, long endVersion, Option<String> colFamilyNameOpt) {
+    return FineGrainedReplay.changes(
+        this, startVersion, endVersion, colFamilyNameOpt, Option.empty());
   }
 
   @Override

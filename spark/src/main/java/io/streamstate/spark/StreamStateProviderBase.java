@@ -1,6 +1,7 @@
 package io.streamstate.spark;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.engine.CloseableIterator;
 import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.VersionedStore;
@@ -8,6 +9,7 @@ import io.streamstate.core.engine.VersionedStoreBuilder;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedWriter;
 import io.streamstate.spark.shared.Hedgers;
@@ -27,6 +29,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -393,6 +396,14 @@ abstract class StreamStateProviderBase {
     return store.lastSnapshotVersion();
   }
 
+  /**
+   * The changes of versions {@code startVersion} to {@code endVersion} (the engine's change feed).
+   */
+  CloseableIterator<Changelog> readChanges(long startVersion, long endVersion) {
+    checkInitialized();
+    return store.readChanges(startVersion, endVersion);
+  }
+
   /** Called by a store when it stops being open (commit, abort, release). */
   void storeFinished(StreamStateStoreBase finished) {
     if (openStore.compareAndSet(finished, null)) {
@@ -498,10 +509,29 @@ abstract class StreamStateProviderBase {
         return upgraded;
       }
     }
+    return openLoaded(
+        version,
+        commitId,
+        readOnly,
+        forceSnapshotOnCommit,
+        engine -> empty ? engine.beginEmpty(version) : engine.begin(version, commitId));
+  }
+
+  /**
+   * Opens the store of {@code version} (of commit {@code commitId} when Spark named one) on the
+   * transaction {@code load} opens on the engine (a load, an empty start, or a replay from a chosen
+   * snapshot), under the provider's one permit; load failures carry Spark's error classes.
+   */
+  final StreamStateStoreBase openLoaded(
+      long version,
+      OptionalLong commitId,
+      boolean readOnly,
+      boolean forceSnapshotOnCommit,
+      Function<VersionedStore, StateTransaction> load) {
     acquirePermit(version);
     StreamStateStoreBase opened = null;
     try {
-      StateTransaction tx = empty ? store.beginEmpty(version) : store.begin(version, commitId);
+      StateTransaction tx = load.apply(store);
       if (readOnly) {
         tx.expectCommit(false); // group commits of other tasks need not wait for it
       }

@@ -4,7 +4,9 @@ import io.streamstate.core.engine.commit.CommitPublisher;
 import io.streamstate.core.engine.commit.EncodedCommit;
 import io.streamstate.core.engine.commit.PublishedCommit;
 import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.recovery.ChangeFeed;
 import io.streamstate.core.engine.recovery.LineageLoader;
+import io.streamstate.core.engine.recovery.SnapshotReplay;
 import io.streamstate.core.engine.retention.RetentionPlanner;
 import io.streamstate.core.engine.retention.SegmentSweep;
 import io.streamstate.core.engine.retention.StoreRetention;
@@ -65,6 +67,8 @@ public final class VersionedStore implements AutoCloseable {
   private final SnapshotScheduler snapshots;
   private final StoreRetention retention;
   private final SegmentSweep sweep;
+  private final SnapshotReplay replay;
+  private final ChangeFeed changeFeed;
 
   private StateTransaction openTransaction;
 
@@ -83,6 +87,8 @@ public final class VersionedStore implements AutoCloseable {
     this.history = parts.history();
     this.retention = parts.retention();
     this.sweep = parts.sweep();
+    this.replay = parts.replay();
+    this.changeFeed = parts.changeFeed();
     this.snapshots =
         new SnapshotScheduler(
             name,
@@ -235,6 +241,58 @@ public final class VersionedStore implements AutoCloseable {
     } finally {
       lock.unlock();
     }
+  }
+
+  /**
+   * Loads {@code endVersion} from the snapshot of exactly {@code snapshotVersion} (0: the empty
+   * state) on its lineage, replaying the changelogs after it, and opens a transaction on it
+   * (docs/protocol.md, "Replay from a snapshot"). Where {@link #begin} takes any base, this one
+   * fails if that snapshot is absent or unusable.
+   *
+   * @throws IllegalStateException a transaction is open
+   * @throws IllegalArgumentException {@code snapshotVersion < 0} or {@code endVersion <
+   *     snapshotVersion}
+   * @throws io.streamstate.core.error.StreamStateException no snapshot of {@code snapshotVersion}
+   *     lies on the lineage of {@code endVersion}
+   * @throws MissingFileException a file the replay needs is absent
+   * @throws CorruptFileException a file the replay needs does not verify
+   */
+  public StateTransaction beginFromSnapshot(long snapshotVersion, long endVersion) {
+    lock.lock();
+    try {
+      checkNotClosed();
+      if (openTransaction != null) {
+        throw new IllegalStateException(
+            "Store "
+                + name
+                + " already has an open transaction at version "
+                + openTransaction.version());
+      }
+      try {
+        replay.replay(snapshotVersion, endVersion);
+      } catch (RuntimeException e) {
+        local.discard(); // no half-built instance
+        throw e;
+      }
+      // Warm now (begin counts a warm load); the lock is reentrant: nothing ran in between.
+      return begin(endVersion);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The changes of versions {@code startVersion} to {@code endVersion} on the lineage of {@code
+   * endVersion}, one changelog per version, oldest first (docs/protocol.md, "Change feed"). Reads
+   * durable files only; safe to call with a transaction open.
+   *
+   * @throws IllegalArgumentException {@code startVersion < 1} or {@code endVersion < startVersion}
+   * @throws MissingFileException a changelog of the range is absent
+   * @throws CorruptFileException a changelog of the range does not verify
+   */
+  public CloseableIterator<Changelog> readChanges(long startVersion, long endVersion) {
+    checkNotClosed();
+    return changeFeed.read(startVersion, endVersion);
   }
 
   // ---------------------------------------------------------------------------------------------

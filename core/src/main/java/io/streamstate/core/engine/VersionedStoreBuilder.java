@@ -8,7 +8,9 @@ import io.streamstate.core.engine.commit.GroupCommitPublisher;
 import io.streamstate.core.engine.local.LocalInstance;
 import io.streamstate.core.engine.local.OpenDatabases;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.engine.recovery.ChangeFeed;
 import io.streamstate.core.engine.recovery.LineageLoader;
+import io.streamstate.core.engine.recovery.SnapshotReplay;
 import io.streamstate.core.engine.retention.SegmentSweep;
 import io.streamstate.core.engine.retention.StoreRetention;
 import io.streamstate.core.engine.segment.GroupCommitter;
@@ -161,18 +163,10 @@ public final class VersionedStoreBuilder {
     SnapshotUploader uploader =
         new SnapshotUploader(
             name, storage, layout, options, hedger == null ? null : hedger.companion(), metrics);
+    SnapshotRestorer restorer = new SnapshotRestorer(storage, history);
     LineageLoader loader =
         new LineageLoader(
-            name,
-            storage,
-            layout,
-            options,
-            catalog,
-            local,
-            new SnapshotRestorer(storage, history),
-            changelogs,
-            async,
-            metrics);
+            name, storage, layout, options, catalog, local, restorer, changelogs, async, metrics);
     return new VersionedStore(
         new Parts(
             name,
@@ -186,7 +180,9 @@ public final class VersionedStoreBuilder {
             uploader,
             SnapshotUploader.background(resources),
             new StoreRetention(storage, layout, options, catalog, history, metrics),
-            SegmentSweep.of(resources, storage)));
+            SegmentSweep.of(resources, storage),
+            new SnapshotReplay(name, storage, layout, catalog, local, restorer, metrics),
+            new ChangeFeed(name, storage, layout, catalog)));
   }
 
   /** A store's collaborators, as {@link #open} wired them. */
@@ -202,5 +198,7 @@ public final class VersionedStoreBuilder {
       SnapshotUploader uploader,
       Executor background,
       StoreRetention retention,
-      SegmentSweep sweep) {}
+      SegmentSweep sweep,
+      SnapshotReplay replay,
+      ChangeFeed changeFeed) {}
 }

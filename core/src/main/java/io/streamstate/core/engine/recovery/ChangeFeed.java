@@ -1,0 +1,268 @@
+package io.streamstate.core.engine.recovery;
+
+import io.streamstate.core.engine.CloseableIterator;
+import io.streamstate.core.engine.StoreFiles;
+import io.streamstate.core.engine.StoreLayout;
+import io.streamstate.core.engine.recovery.DurableListing.Candidate;
+import io.streamstate.core.engine.segment.SegmentCatalog;
+import io.streamstate.core.error.CorruptFileException;
+import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.format.Changelog;
+import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.storage.Storage;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Reads the changes of a range of versions of one store, as its changelogs hold them
+ * (docs/protocol.md, "Change feed"): the changelogs of one lineage, the one a load of the range's
+ * last version follows (l2: its newest commit whose changelog verifies; l3: back by parent ids), in
+ * version order. Other commits of a version (a retried task's, a re-run's that a later commit did
+ * not build on) are never read, and a changelog the lineage needs that is missing or does not
+ * verify fails the read, naming it (I5).
+ *
+ * <p>Reads durable files only: never the local instance, which may hold another lineage.
+ *
+ * @apiNote Internal: public for the engine's packages only.
+ */
+public final class ChangeFeed {
+  private static final Logger LOG = LoggerFactory.getLogger(ChangeFeed.class);
+
+  /** Changelogs a walk keeps in memory; beyond this they are read again when iterated. */
+  private static final long MAX_HELD_CHANGELOG_BYTES = 64L << 20;
+
+  private final String storeName;
+  private final Storage storage;
+  private final StoreLayout layout;
+  private final SegmentCatalog catalog;
+
+  public ChangeFeed(String storeName, Storage storage, StoreLayout layout, SegmentCatalog catalog) {
+    this.storeName = storeName;
+    this.storage = storage;
+    this.layout = layout;
+    this.catalog = catalog;
+  }
+
+  /**
+   * The changelogs of versions {@code startVersion} to {@code endVersion} (both included) on the
+   * lineage of {@code endVersion}, oldest first: each is the change from its version - 1 to its
+   * version, puts and deletes per column family in key order (a changelog holds one change per key
+   * and version: the last one the transaction made).
+   *
+   * @throws IllegalArgumentException {@code startVersion < 1} or {@code endVersion < startVersion}
+   * @throws MissingFileException a changelog of the range is absent (never committed, or deleted by
+   *     retention, which keeps only the base snapshot of older versions)
+   * @throws CorruptFileException a changelog of the range does not verify
+   */
+  public CloseableIterator<Changelog> read(long startVersion, long endVersion) {
+    if (startVersion < 1 || endVersion < startVersion) {
+      throw new IllegalArgumentException(
+          "Cannot read the changes of versions "
+              + startVersion
+              + " to "
+              + endVersion
+              + " of store "
+              + storeName
+              + ": the range must start at 1 or later and not end before it starts");
+    }
+    return walk(DurableListing.list(storage, layout, catalog), startVersion, endVersion).iterator();
+  }
+
+  /** One commit on the lineage read; {@code changelog} is null once dropped from memory. */
+  static final class Step {
+    final Candidate source;
+    Changelog changelog;
+
+    Step(Candidate source, Changelog changelog) {
+      this.source = source;
+      this.changelog = changelog;
+    }
+
+    long commitId() {
+      return source.commitId();
+    }
+  }
+
+  /** The changelogs of a range of versions on one lineage, oldest first. */
+  final class Lineage {
+    private final List<Step> steps;
+    private final long parentOfFirst;
+
+    private Lineage(List<Step> steps, long parentOfFirst) {
+      this.steps = steps;
+      this.parentOfFirst = parentOfFirst;
+    }
+
+    /** The commit id of the version before the range: the lineage's commit there. */
+    long parentOfFirst() {
+      return parentOfFirst;
+    }
+
+    /** The changelogs, oldest first; one dropped from memory is read again, and checked. */
+    CloseableIterator<Changelog> iterator() {
+      return new CloseableIterator<>() {
+        private int next;
+
+        @Override
+        public boolean hasNext() {
+          return next < steps.size();
+        }
+
+        @Override
+        public Changelog next() {
+          if (!hasNext()) {
+            throw new NoSuchElementException();
+          }
+          Step step = steps.get(next++);
+          return step.changelog != null ? step.changelog : reread(step);
+        }
+
+        @Override
+        public void close() {
+          next = steps.size();
+        }
+      };
+    }
+  }
+
+  /**
+   * Walks the lineage of {@code to}'s newest valid commit back to {@code from} (l2, l3), reading
+   * each changelog once: its parent id names the commit of the version before.
+   */
+  Lineage walk(DurableListing listing, long from, long to) {
+    List<String> skipped = new ArrayList<>();
+    Step top = newestValidCommit(listing, to, skipped);
+    if (top == null) {
+      throw noChangelogOf(to, listing, skipped);
+    }
+    List<Step> steps = new ArrayList<>();
+    steps.add(top);
+    long heldBytes = top.changelog.changeCount() * 64L;
+    long expected = top.changelog.parentId();
+    for (long v = to - 1; v >= from; v--) {
+      List<Candidate> copies = listing.copiesOf(v, expected);
+      if (copies.isEmpty()) {
+        String missing = FramedFile.location(storage, layout.changelog(v, expected));
+        throw new MissingFileException(
+            failure(
+                from,
+                to,
+                "changelog "
+                    + missing
+                    + " is missing (version "
+                    + (v + 1)
+                    + " on the lineage builds on it)",
+                skipped),
+            missing);
+      }
+      Step step = readCopies(copies, from, to, skipped);
+      expected = step.changelog.parentId();
+      heldBytes += step.changelog.changeCount() * 64L;
+      if (heldBytes > MAX_HELD_CHANGELOG_BYTES) {
+        step.changelog = null; // read again when iterated
+      }
+      steps.add(step);
+    }
+    Collections.reverse(steps);
+    return new Lineage(steps, expected);
+  }
+
+  /**
+   * l2: the newest commit of {@code version} whose changelog verifies (by modification time, then
+   * name, as a load picks it), or null.
+   */
+  Step newestValidCommit(DurableListing listing, long version, List<String> skipped) {
+    List<Candidate> found = new ArrayList<>(listing.candidates(version));
+    found.sort(
+        Comparator.comparingLong(Candidate::mtime).thenComparing(Candidate::file).reversed());
+    for (Candidate c : found) {
+      try {
+        return new Step(c, readCommit(c));
+      } catch (CorruptFileException | MissingFileException e) {
+        skipped.add(e.getMessage());
+        LOG.warn(
+            "Store {}: skipping changelog that does not verify: {}", storeName, e.getMessage());
+      }
+    }
+    return null;
+  }
+
+  private Step readCopies(List<Candidate> copies, long from, long to, List<String> skipped) {
+    List<String> failures = new ArrayList<>();
+    for (Candidate copy : copies) {
+      try {
+        return new Step(copy, readCommit(copy));
+      } catch (CorruptFileException | MissingFileException e) {
+        failures.add(e.getMessage());
+      }
+    }
+    throw new CorruptFileException(failure(from, to, String.join("; ", failures), skipped));
+  }
+
+  private Changelog readCommit(Candidate c) {
+    if (c.inSegment()) {
+      return catalog.member(c.file(), layout.prefix(), c.commitId());
+    }
+    return StoreFiles.readChangelog(storage, StoreLayout.parseChangelog(c.file()));
+  }
+
+  private Changelog reread(Step step) {
+    try {
+      return readCommit(step.source);
+    } catch (CorruptFileException | MissingFileException e) {
+      throw new CorruptFileException(
+          "Cannot read the changes of store "
+              + storeName
+              + ": changelog changed while reading: "
+              + e.getMessage(),
+          e);
+    }
+  }
+
+  private RuntimeException noChangelogOf(long version, DurableListing listing, List<String> skip) {
+    if (!skip.isEmpty()) {
+      return new CorruptFileException(
+          "Cannot read version "
+              + version
+              + " of store "
+              + storeName
+              + ": no changelog of it verifies. Skipped as unusable: "
+              + String.join("; ", skip));
+    }
+    Long newest = listing.newestVersion();
+    String dir = FramedFile.location(storage, layout.changelogDir());
+    return new MissingFileException(
+        "Cannot read version "
+            + version
+            + " of store "
+            + storeName
+            + ": no changelog of it in "
+            + dir
+            + " or in segments under "
+            + FramedFile.location(storage, SegmentCatalog.SEGMENT_DIR)
+            + (newest == null
+                ? " (they hold none of this store)"
+                : " (the newest version of this store there is "
+                    + newest
+                    + "; retention keeps only the base snapshot of older versions)"),
+        dir);
+  }
+
+  private String failure(long from, long to, String detail, List<String> skipped) {
+    return "Cannot read the changes of versions "
+        + from
+        + " to "
+        + to
+        + " of store "
+        + storeName
+        + ": "
+        + detail
+        + "."
+        + (skipped.isEmpty() ? "" : " Skipped as unusable: " + String.join("; ", skipped));
+  }
+}
