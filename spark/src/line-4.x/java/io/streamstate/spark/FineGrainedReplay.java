@@ -4,6 +4,7 @@ import io.streamstate.core.engine.CloseableIterator;
 import io.streamstate.core.format.Changelog;
 import java.util.Collections;
 import java.util.Iterator;
+import java.util.OptionalLong;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.streaming.state.RecordType$;
 import org.apache.spark.sql.execution.streaming.state.StateStore;
@@ -29,7 +30,8 @@ import scala.Tuple4;
  *       key; RocksDB's holds every call): docs/protocol.md, "Change feed".
  * </ul>
  *
- * Checkpoint ids (checkpoint format v2) are refused, as by the provider's other loads.
+ * With checkpoint ids (checkpoint format v2), both follow the lineage of the commit the end id
+ * names, as the provider's loads do.
  */
 final class FineGrainedReplay {
   private FineGrainedReplay() {}
@@ -42,7 +44,13 @@ final class FineGrainedReplay {
       Option<String> snapshotCheckpointId,
       Option<String> endCheckpointId) {
     provider.checkInitialized();
-    refuseCheckpointIds(provider, snapshotCheckpointId, endCheckpointId);
+    // The end id names the lineage; the snapshot's commit is the one on it (the id Spark passes
+    // for the snapshot version names that same commit).
+    OptionalLong endCommit =
+        CheckpointIds.parse(
+            endCheckpointId.getOrElse(() -> null),
+            StreamStateProviderBase.describe(provider.stateStoreId()),
+            endVersion);
     // The same checks, and error classes, as RocksDBStateStoreProvider.replayStateFromSnapshot.
     if (snapshotVersion < 1) {
       throw LoadErrors.unexpectedVersion(snapshotVersion);
@@ -53,10 +61,10 @@ final class FineGrainedReplay {
     return (StateStore)
         provider.openLoaded(
             endVersion,
-            java.util.OptionalLong.empty(),
+            endCommit,
             readOnly,
             false,
-            engine -> engine.beginFromSnapshot(snapshotVersion, endVersion));
+            engine -> engine.beginFromSnapshot(snapshotVersion, endVersion, endCommit));
   }
 
   static NextIterator<Tuple4<Enumeration.Value, UnsafeRow, UnsafeRow, Object>> changes(
@@ -66,24 +74,12 @@ final class FineGrainedReplay {
       Option<String> colFamilyName,
       Option<String> endCheckpointId) {
     provider.checkInitialized();
-    refuseCheckpointIds(provider, Option.empty(), endCheckpointId);
     String family =
         colFamilyName.isDefined() ? colFamilyName.get() : StreamStateProvider.DEFAULT_FAMILY;
     return new ChangeReader(
-        provider.readChanges(startVersion, endVersion), provider.codec(family), family);
-  }
-
-  private static void refuseCheckpointIds(
-      StreamStateProvider provider, Option<String> first, Option<String> second) {
-    if (first.isDefined() || second.isDefined()) {
-      throw new UnsupportedOperationException(
-          "streamstate does not support state store checkpoint format version 2 (checkpoint ids),"
-              + " asked of state store "
-              + StreamStateProviderBase.describe(provider.stateStoreId())
-              + " by a replay or change feed. Set "
-              + StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION
-              + "=1 (the default) for queries using io.streamstate.spark.StreamStateProvider.");
-    }
+        provider.readChanges(startVersion, endVersion, endCheckpointId.getOrElse(() -> null)),
+        provider.codec(family),
+        family);
   }
 
   /** The changes of one column family, changelog by changelog; rows are fresh, never reused. */

@@ -397,11 +397,17 @@ abstract class StreamStateProviderBase {
   }
 
   /**
-   * The changes of versions {@code startVersion} to {@code endVersion} (the engine's change feed).
+   * The changes of versions {@code startVersion} to {@code endVersion} (the engine's change feed),
+   * on the lineage of the commit of {@code endVersion} that {@code endCheckpointId} names (format
+   * v2), else of its newest.
    */
-  CloseableIterator<Changelog> readChanges(long startVersion, long endVersion) {
+  CloseableIterator<Changelog> readChanges(
+      long startVersion, long endVersion, String endCheckpointId) {
     checkInitialized();
-    return store.readChanges(startVersion, endVersion);
+    return store.readChanges(
+        startVersion,
+        endVersion,
+        CheckpointIds.parse(endCheckpointId, describe(storeId), endVersion));
   }
 
   /** Called by a store when it stops being open (commit, abort, release). */

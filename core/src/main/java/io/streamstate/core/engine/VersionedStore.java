@@ -258,6 +258,15 @@ public final class VersionedStore implements AutoCloseable {
    * @throws CorruptFileException a file the replay needs does not verify
    */
   public StateTransaction beginFromSnapshot(long snapshotVersion, long endVersion) {
+    return beginFromSnapshot(snapshotVersion, endVersion, OptionalLong.empty());
+  }
+
+  /**
+   * As {@link #beginFromSnapshot(long, long)}, on the lineage of commit {@code endCommit} of {@code
+   * endVersion} when present (checkpoint format v2).
+   */
+  public StateTransaction beginFromSnapshot(
+      long snapshotVersion, long endVersion, OptionalLong endCommit) {
     lock.lock();
     try {
       checkNotClosed();
@@ -269,13 +278,13 @@ public final class VersionedStore implements AutoCloseable {
                 + openTransaction.version());
       }
       try {
-        replay.replay(snapshotVersion, endVersion);
+        replay.replay(snapshotVersion, endVersion, endCommit);
       } catch (RuntimeException e) {
         local.discard(); // no half-built instance
         throw e;
       }
       // Warm now (begin counts a warm load); the lock is reentrant: nothing ran in between.
-      return begin(endVersion);
+      return begin(endVersion, endCommit);
     } finally {
       lock.unlock();
     }
@@ -291,8 +300,17 @@ public final class VersionedStore implements AutoCloseable {
    * @throws CorruptFileException a changelog of the range does not verify
    */
   public CloseableIterator<Changelog> readChanges(long startVersion, long endVersion) {
+    return readChanges(startVersion, endVersion, OptionalLong.empty());
+  }
+
+  /**
+   * As {@link #readChanges(long, long)}, on the lineage of commit {@code endCommit} of {@code
+   * endVersion} when present (checkpoint format v2).
+   */
+  public CloseableIterator<Changelog> readChanges(
+      long startVersion, long endVersion, OptionalLong endCommit) {
     checkNotClosed();
-    return changeFeed.read(startVersion, endVersion);
+    return changeFeed.read(startVersion, endVersion, endCommit);
   }
 
   // ---------------------------------------------------------------------------------------------

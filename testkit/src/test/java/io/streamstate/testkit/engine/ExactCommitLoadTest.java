@@ -99,6 +99,37 @@ class ExactCommitLoadTest {
   }
 
   @Test
+  void theChangeFeedAndSnapshotReplayFollowTheNamedCommitsLineage() {
+    try (VersionedStore first = open();
+        VersionedStore rerun = open()) {
+      long a = commit(first, 0, 0, "k", "a");
+      assertThat(first.snapshotNow()).isEqualTo(1);
+      long a2 = commit(first, 1, a, "n", "2");
+      long b = commit(rerun, 0, 0, "k", "b"); // newer, not on a2's lineage
+      try (VersionedStore reader = open()) {
+        assertThat(commitIds(reader, 1, 1, OptionalLong.empty())).containsExactly(b);
+        assertThat(commitIds(reader, 1, 1, OptionalLong.of(a))).containsExactly(a);
+        assertThat(commitIds(reader, 1, 2, OptionalLong.of(a2))).containsExactly(a, a2);
+        try (StateTransaction tx = reader.beginFromSnapshot(1, 2, OptionalLong.of(a2))) {
+          assertThat(contents(tx)).containsExactly(Map.entry("k", "a"), Map.entry("n", "2"));
+          assertThat(tx.baseCommitId()).isEqualTo(a2);
+        }
+      }
+    }
+  }
+
+  private static java.util.List<Long> commitIds(
+      VersionedStore store, long start, long end, OptionalLong endCommit) {
+    java.util.List<Long> ids = new java.util.ArrayList<>();
+    try (var changes = store.readChanges(start, end, endCommit)) {
+      while (changes.hasNext()) {
+        ids.add(changes.next().commitId());
+      }
+    }
+    return ids;
+  }
+
+  @Test
   void aSnapshotOfTheNamedCommitServesWhenItsChangelogIsGone() {
     long a;
     StoreLayout layout;

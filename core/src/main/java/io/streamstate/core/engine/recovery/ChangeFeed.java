@@ -15,6 +15,7 @@ import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.OptionalLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -60,6 +61,15 @@ public final class ChangeFeed {
    * @throws CorruptFileException a changelog of the range does not verify
    */
   public CloseableIterator<Changelog> read(long startVersion, long endVersion) {
+    return read(startVersion, endVersion, OptionalLong.empty());
+  }
+
+  /**
+   * As {@link #read(long, long)}, on the lineage of commit {@code endCommit} of {@code endVersion}
+   * when present (checkpoint format v2), else of its newest valid commit.
+   */
+  public CloseableIterator<Changelog> read(
+      long startVersion, long endVersion, OptionalLong endCommit) {
     if (startVersion < 1 || endVersion < startVersion) {
       throw new IllegalArgumentException(
           "Cannot read the changes of versions "
@@ -70,7 +80,8 @@ public final class ChangeFeed {
               + storeName
               + ": the range must start at 1 or later and not end before it starts");
     }
-    return walk(DurableListing.list(storage, layout, catalog), startVersion, endVersion).iterator();
+    return walk(DurableListing.list(storage, layout, catalog), startVersion, endVersion, endCommit)
+        .iterator();
   }
 
   /** One commit on the lineage read; {@code changelog} is null once dropped from memory. */
@@ -131,12 +142,13 @@ public final class ChangeFeed {
   }
 
   /**
-   * Walks the lineage of {@code to}'s newest valid commit back to {@code from} (l2, l3), reading
-   * each changelog once: its parent id names the commit of the version before.
+   * Walks the lineage of {@code to}'s commit {@code endCommit} (when present, else its newest valid
+   * commit) back to {@code from} (l2, l3), reading each changelog once: its parent id names the
+   * commit of the version before.
    */
-  Lineage walk(DurableListing listing, long from, long to) {
+  Lineage walk(DurableListing listing, long from, long to, OptionalLong endCommit) {
     List<String> skipped = new ArrayList<>();
-    Step top = newestValidCommit(listing, to, skipped);
+    Step top = topOf(listing, to, endCommit, skipped);
     if (top == null) {
       throw noChangelogOf(to, listing, skipped);
     }
@@ -170,6 +182,15 @@ public final class ChangeFeed {
     }
     Collections.reverse(steps);
     return new Lineage(steps, expected);
+  }
+
+  /** Commit {@code commit} of {@code version} when present, else its newest valid one; or null. */
+  Step topOf(DurableListing listing, long version, OptionalLong commit, List<String> skipped) {
+    if (commit.isEmpty()) {
+      return newestValidCommit(listing, version, skipped);
+    }
+    List<Candidate> copies = listing.copiesOf(version, commit.getAsLong());
+    return copies.isEmpty() ? null : readCopies(copies, version, version, skipped);
   }
 
   /**

@@ -14,6 +14,7 @@ import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.storage.Storage;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalLong;
 import java.util.stream.Collectors;
 
 /**
@@ -68,6 +69,14 @@ public final class SnapshotReplay {
    * @throws MissingFileException a changelog after it, or a file the snapshot names, is absent
    */
   public void replay(long snapshotVersion, long endVersion) {
+    replay(snapshotVersion, endVersion, OptionalLong.empty());
+  }
+
+  /**
+   * As {@link #replay(long, long)}, on the lineage of commit {@code endCommit} of {@code
+   * endVersion} when present (checkpoint format v2).
+   */
+  public void replay(long snapshotVersion, long endVersion, OptionalLong endCommit) {
     if (snapshotVersion < 0 || endVersion < snapshotVersion) {
       throw new IllegalArgumentException(
           "Cannot replay store "
@@ -82,12 +91,12 @@ public final class SnapshotReplay {
     ChangeFeed.Lineage after = null;
     long commitAtSnapshot;
     if (endVersion > snapshotVersion) {
-      after = feed.walk(listing, snapshotVersion + 1, endVersion);
+      after = feed.walk(listing, snapshotVersion + 1, endVersion, endCommit);
       commitAtSnapshot = after.parentOfFirst();
     } else {
-      ChangeFeed.Step top = feed.newestValidCommit(listing, endVersion, new ArrayList<>());
+      ChangeFeed.Step top = feed.topOf(listing, endVersion, endCommit, new ArrayList<>());
       // With no changelog of the version left (retention), its snapshot is the lineage's commit.
-      commitAtSnapshot = top != null ? top.commitId() : -1;
+      commitAtSnapshot = top != null ? top.commitId() : endCommit.orElse(-1);
     }
     if (snapshotVersion == 0) {
       if (after != null && commitAtSnapshot != 0) {
