@@ -84,7 +84,16 @@ class CrossLineJarIT {
             + scala
             + " instead.";
     String output = SparkLineProbe.run(classpath, work);
-    assertThat(output).contains("PROBE provider -> java.lang.IllegalStateException: " + message);
+    if (hasFineGrainedReplay(builtFor) == hasFineGrainedReplay(running)) {
+      assertThat(output).contains("PROBE provider -> java.lang.IllegalStateException: " + message);
+    } else {
+      // 4.x's provider implements SupportsFineGrainedReplay, which 3.5 lacks: the JVM cannot load
+      // the class, and says which interface is missing, before the version check can run.
+      assertThat(output)
+          .contains(
+              "PROBE provider -> java.lang.NoClassDefFoundError: "
+                  + "org/apache/spark/sql/execution/streaming/state/SupportsFineGrainedReplay");
+    }
     if (hasCheckpointingPackage(builtFor) == hasCheckpointingPackage(running)) {
       assertThat(output).contains("PROBE manager -> java.lang.IllegalStateException: " + message);
     } else {
@@ -95,6 +104,11 @@ class CrossLineJarIT {
                   + (hasCheckpointingPackage(builtFor) ? "checkpointing/" : "")
                   + "CheckpointFileManager");
     }
+  }
+
+  /** {@code SupportsFineGrainedReplay}, which 4.x's provider implements, exists from Spark 4.0. */
+  private static boolean hasFineGrainedReplay(String version) {
+    return Integer.parseInt(version.split("\\.")[0]) >= 4;
   }
 
   /** Spark 4.1 moved {@code CheckpointFileManager} into {@code ...streaming.checkpointing}. */

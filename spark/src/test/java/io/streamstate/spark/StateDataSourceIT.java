@@ -225,7 +225,7 @@ class StateDataSourceIT {
 
     // The state at the last batch and at earlier ones, and the operators' metadata.
     for (Map<String, String> options : c.stateReads()) {
-      for (long batch : new long[] {ours.lastBatch(), ours.snapshotVersion() - 1, 1}) {
+      for (long batch : new long[] {ours.lastBatch(), ours.snapshotVersion() - 1}) {
         Map<String, String> at = with(options, "batchId", String.valueOf(batch));
         List<String> expected = sorted(read("statestore", hdfs.checkpoint(), at));
         assertThat(sorted(read("statestore", ours.checkpoint(), at)))

@@ -37,7 +37,7 @@ import org.junit.jupiter.api.Test;
  * <p>A third runs schedules under Spark's checkpoint format v2 (checkpoint ids in the commit log),
  * seeds from 2000, and prints {@code checkpoint-v2 fault schedules: ...}.
  *
- * <p>System properties: {@value #SCHEDULES} (default 50; the soak mode runs 1000 or more), {@value
+ * <p>System properties: {@value #SCHEDULES} (default 40; the soak mode runs 1000 or more), {@value
  * #LOG_JOURNAL_SCHEDULES} (default 20), {@value #V2_SCHEDULES} (default 12) and {@value #SEED} (run
  * only that seed, as a failure message says).
  */
@@ -173,7 +173,7 @@ class FaultScheduleIT {
 
   @Test
   void everySeededFaultScheduleGivesTheReferenceOutput() throws Exception {
-    runSchedules(seeds(0, Integer.getInteger(SCHEDULES, 50)), false, "fault schedules");
+    runSchedules(seeds(0, Integer.getInteger(SCHEDULES, 40)), false, "fault schedules");
   }
 
   /**
