@@ -84,7 +84,7 @@ class CrossLineJarIT {
             + scala
             + " instead.";
     String output = SparkLineProbe.run(classpath, work);
-    if (hasFineGrainedReplay(builtFor) == hasFineGrainedReplay(running)) {
+    if (!hasFineGrainedReplay(builtFor) || hasFineGrainedReplay(running)) {
       assertThat(output).contains("PROBE provider -> java.lang.IllegalStateException: " + message);
     } else {
       // 4.x's provider implements SupportsFineGrainedReplay, which 3.5 lacks: the JVM cannot load
