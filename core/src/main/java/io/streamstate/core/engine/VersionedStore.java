@@ -178,13 +178,7 @@ public final class VersionedStore implements AutoCloseable {
     lock.lock();
     try {
       checkNotClosed();
-      if (openTransaction != null) {
-        throw new IllegalStateException(
-            "Store "
-                + name
-                + " already has an open transaction at version "
-                + openTransaction.version());
-      }
+      checkNoOpenTransaction();
       // l1: warm, or l2-l5 from durable files.
       if (commitId.isPresent()
           ? local.holds(version, commitId.getAsLong())
@@ -224,13 +218,7 @@ public final class VersionedStore implements AutoCloseable {
     lock.lock();
     try {
       checkNotClosed();
-      if (openTransaction != null) {
-        throw new IllegalStateException(
-            "Store "
-                + name
-                + " already has an open transaction at version "
-                + openTransaction.version());
-      }
+      checkNoOpenTransaction();
       local.openEmptyAt(version);
       // Not announced to group commit: its commit publishes no changelog.
       openTransaction = new StateTransaction(this, local.db(), version, 0, true);
@@ -270,13 +258,7 @@ public final class VersionedStore implements AutoCloseable {
     lock.lock();
     try {
       checkNotClosed();
-      if (openTransaction != null) {
-        throw new IllegalStateException(
-            "Store "
-                + name
-                + " already has an open transaction at version "
-                + openTransaction.version());
-      }
+      checkNoOpenTransaction();
       try {
         replay.replay(snapshotVersion, endVersion, endCommit);
       } catch (RuntimeException e) {
@@ -412,6 +394,17 @@ public final class VersionedStore implements AutoCloseable {
       return new Committed(newVersion, commitId);
     } finally {
       maintenanceLock.unlock();
+    }
+  }
+
+  /** Called under the lock: one transaction at a time. */
+  private void checkNoOpenTransaction() {
+    if (openTransaction != null) {
+      throw new IllegalStateException(
+          "Store "
+              + name
+              + " already has an open transaction at version "
+              + openTransaction.version());
     }
   }
 
