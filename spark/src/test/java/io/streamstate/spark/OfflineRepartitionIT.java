@@ -1,9 +1,13 @@
 package io.streamstate.spark;
 
 import static io.streamstate.spark.ClockedRun.ev;
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.expr;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.streamstate.spark.repartition.OfflineRepartition;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -11,21 +15,32 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import java.util.stream.Stream;
+import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Spark 4.2's offline state repartitioning ({@code OfflineStateRepartitionRunner}) on a checkpoint
- * of ours: Spark refuses it, by provider class name, when it reads the state ({@code
- * StateDataSource.getTable}: {@code internalOnlyReadAllColumnFamilies} is allowed for {@code
- * RocksDBStateStoreProvider} only), after it has already written the repartition batch's offset log
- * entry. Until that entry is deleted, Spark refuses to restart the query (an unfinished
- * repartition); once it is, the query resumes with its output intact. What Spark's writer asks of
- * our provider ({@code loadEmpty}) works: {@code LoadEmptyTest}.
+ * Offline state repartitioning of a checkpoint of ours, 4 to 8 to 3 partitions between runs, for
+ * every stateful operator (and under checkpoint format v2): with {@link OfflineRepartition} the
+ * query resumes each time on the new partition count and its output equals an uninterrupted run on
+ * Spark's HDFS-backed provider.
+ *
+ * <p>Spark 4.2's own runner ({@code OfflineStateRepartitionRunner}) on a checkpoint of ours: Spark
+ * refuses it, by provider class name, when it reads the state ({@code StateDataSource.getTable}:
+ * {@code internalOnlyReadAllColumnFamilies} is allowed for {@code RocksDBStateStoreProvider} only),
+ * after it has already written the repartition batch's offset log entry. Until that entry is
+ * deleted, Spark refuses to restart the query (an unfinished repartition); once it is, the query
+ * resumes with its output intact. What Spark's writer asks of our provider ({@code loadEmpty})
+ * works: {@code LoadEmptyTest}.
  */
 class OfflineRepartitionIT {
   static final Path work = TestSessions.newWorkDir(OfflineRepartitionIT.class);
@@ -34,7 +49,9 @@ class OfflineRepartitionIT {
   @BeforeAll
   static void startSpark() {
     assumeTrue(TestSessions.sparkAtLeast(4, 2), "offline state repartitioning is Spark 4.2's");
-    spark = TestSessions.start("OfflineRepartitionIT", work, Map.of());
+    spark =
+        TestSessions.start(
+            "OfflineRepartitionIT", work, Map.of("spark.sql.shuffle.partitions", "4"));
   }
 
   @AfterAll
@@ -77,6 +94,174 @@ class OfflineRepartitionIT {
         .contains("STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER")
         .contains(TestSessions.OURS);
     assertThat(actual).isNotEmpty().containsExactlyElementsOf(reference);
+  }
+
+  /** One operator's query: its inputs and output mode. */
+  private record Case(
+      String name, int inputs, Function<List<Dataset<Row>>, Dataset<Row>> query, OutputMode mode) {}
+
+  /**
+   * Runs the case on our provider with a repartition to 8 and then to 3 between runs, and without
+   * repartitioning on Spark's HDFS-backed provider; the outputs must be equal, and each run after a
+   * repartition must have run on the new partition count.
+   */
+  private void repartitionsAndResumes(Case c, Map<String, String> oursConf) throws Exception {
+    ClockedRun run = new ClockedRun(spark, c.inputs(), c.query(), c.mode());
+    Path ours = work.resolve(c.name());
+    List<Long> repartitionBatches = new ArrayList<>();
+    List<String> reference =
+        run.run(TestSessions.HDFS, work.resolve(c.name() + "-reference"), steps(c, n -> {})).rows();
+
+    List<String> actual =
+        run.run(
+                TestSessions.OURS,
+                ours,
+                steps(
+                    c,
+                    n ->
+                        repartitionBatches.add(
+                            OfflineRepartition.run(spark, ours.toUri().toString(), n, true))),
+                oursConf)
+            .rows();
+
+    assertThat(actual).as("%s: output", c.name()).isNotEmpty().containsExactlyElementsOf(reference);
+    assertThat(repartitionBatches).hasSize(2);
+    // The repartition batches pinned 8, then 3 partitions, and the runs after them used them.
+    assertThat(shufflePartitions(ours, repartitionBatches.get(0))).isEqualTo(8);
+    assertThat(shufflePartitions(ours, repartitionBatches.get(1))).isEqualTo(3);
+    assertThat(shufflePartitions(ours, newestOffset(ours))).isEqualTo(3);
+    assertThat(ours.resolve("state/0/7")).as("a partition of the run on 8").isDirectory();
+    assertThat(newestOffset(ours)).isGreaterThan(repartitionBatches.get(1));
+  }
+
+  @Test
+  void windowedAggregation() throws Exception {
+    repartitionsAndResumes(
+        new Case("aggregation", 1, AggregationIT::windowedQuery, OutputMode.Update()), Map.of());
+  }
+
+  @Test
+  void windowedAggregationUnderCheckpointFormatV2() throws Exception {
+    repartitionsAndResumes(
+        new Case("aggregation-v2", 1, AggregationIT::windowedQuery, OutputMode.Update()),
+        Map.of("spark.sql.streaming.stateStore.checkpointFormatVersion", "2"));
+  }
+
+  @Test
+  void dropDuplicates() throws Exception {
+    repartitionsAndResumes(
+        new Case(
+            "dedup",
+            1,
+            in -> in.get(0).withWatermark("ts", "10 seconds").dropDuplicates("key", "ts"),
+            OutputMode.Append()),
+        Map.of());
+  }
+
+  @Test
+  void streamStreamJoin() throws Exception {
+    repartitionsAndResumes(
+        new Case(
+            "join",
+            2,
+            in -> {
+              Dataset<Row> left =
+                  in.get(0)
+                      .select(col("key").as("lkey"), col("ts").as("lts"), col("value").as("lval"))
+                      .withWatermark("lts", "10 seconds");
+              Dataset<Row> right =
+                  in.get(1)
+                      .select(col("key").as("rkey"), col("ts").as("rts"), col("value").as("rval"))
+                      .withWatermark("rts", "10 seconds");
+              return left.join(
+                  right,
+                  expr(
+                      "lkey = rkey AND rts BETWEEN lts - INTERVAL 5 SECONDS AND lts + INTERVAL 5"
+                          + " SECONDS"),
+                  "left_outer");
+            },
+            OutputMode.Append()),
+        Map.of());
+  }
+
+  @Test
+  void flatMapGroupsWithState() throws Exception {
+    repartitionsAndResumes(
+        new Case(
+            "fmgws",
+            1,
+            in ->
+                in.get(0)
+                    .withWatermark("ts", "10 seconds")
+                    .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
+                    .flatMapGroupsWithState(
+                        new FlatMapGroupsWithStateIT.EventTimeSummer(),
+                        OutputMode.Update(),
+                        Encoders.LONG(),
+                        Encoders.STRING(),
+                        GroupStateTimeout.EventTimeTimeout())
+                    .toDF(),
+            OutputMode.Update()),
+        Map.of());
+  }
+
+  @Test
+  void refusesACheckpointOfAnotherProvider() throws Exception {
+    ClockedRun run = new ClockedRun(spark, 1, AggregationIT::windowedQuery, OutputMode.Update());
+    Path hdfs = work.resolve("hdfs-provider");
+    run.run(TestSessions.HDFS, hdfs, new ClockedRun.Steps().data(0, ev("a", 100, 1)).tick());
+    long before = newestOffset(hdfs);
+
+    assertThatThrownBy(() -> OfflineRepartition.run(spark, hdfs.toUri().toString(), 8, true))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("HDFSBackedStateStoreProvider")
+        .hasMessageContaining("Spark's own runner");
+    assertThat(newestOffset(hdfs)).as("nothing written").isEqualTo(before);
+  }
+
+  /**
+   * Keys spread over every partition, state carried across both repartitions, late rows and
+   * expiring windows after each.
+   */
+  private static ClockedRun.Steps steps(Case c, java.util.function.IntConsumer repartition) {
+    ClockedRun.Steps steps = new ClockedRun.Steps();
+    steps.data(0, ev("a", 100, 1), ev("b", 101, 2), ev("c", 102, 3), ev("d", 103, 4));
+    if (c.inputs() > 1) {
+      steps.data(1, ev("a", 101, 10), ev("c", 103, 11), ev("e", 100, 12));
+    }
+    steps.tick().data(0, ev("e", 104, 5), ev("f", 105, 6), ev("g", 106, 7), ev("a", 107, 8));
+    if (c.inputs() > 1) {
+      steps.data(1, ev("b", 102, 13), ev("g", 108, 14));
+    }
+    steps.tick().restart(() -> repartition.accept(8));
+    steps.data(0, ev("a", 108, 9), ev("h", 109, 10), ev("b", 112, 11), ev("c", 101, 12));
+    if (c.inputs() > 1) {
+      steps.data(1, ev("h", 110, 15), ev("a", 109, 16), ev("f", 104, 17));
+    }
+    steps.tick().restart(() -> repartition.accept(3));
+    steps.data(0, ev("d", 121, 13), ev("i", 125, 14), ev("a", 110, 15));
+    if (c.inputs() > 1) {
+      steps.data(1, ev("d", 122, 18), ev("i", 126, 19), ev("b", 113, 20));
+    }
+    steps.tick().data(0, ev("j", 140, 16));
+    if (c.inputs() > 1) {
+      steps.data(1, ev("j", 141, 21));
+    }
+    return steps.ticks(2);
+  }
+
+  /** The shuffle partition count pinned in an offset log entry (plain file, Spark's format). */
+  private static int shufflePartitions(Path checkpoint, long batch) {
+    try {
+      String entry = Files.readString(checkpoint.resolve("offsets").resolve(Long.toString(batch)));
+      var m =
+          java.util.regex.Pattern.compile("\"spark.sql.shuffle.partitions\":\"(\\d+)\"")
+              .matcher(entry);
+      assertThat(m.find()).as("shuffle partitions in offsets/%s", batch).isTrue();
+      return Integer.parseInt(m.group(1));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 
   private static ClockedRun.Steps steps(Runnable betweenRuns) {

@@ -6,7 +6,9 @@ import io.streamstate.hadoop.HadoopStorages;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.nio.file.Files;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -25,6 +27,7 @@ import org.apache.hadoop.fs.Path;
  */
 public abstract class StateStoreLocations {
   private final Map<URI, Storage> storages = new ConcurrentHashMap<>();
+  private final Set<URI> storeDirectories = ConcurrentHashMap.newKeySet();
 
   /** For an adapter's subclass, one instance per {@link ProcessResources}. */
   protected StateStoreLocations() {}
@@ -67,7 +70,32 @@ public abstract class StateStoreLocations {
     }
     URI key = rootUri;
     Storage storage = storages.computeIfAbsent(key, k -> open(k, hadoopConf));
+    ensureDirectory(expected, hadoopConf);
     return new Location(storage, prefix);
+  }
+
+  /**
+   * Makes a store's directory exist, once per store and process, as Spark's own providers do when
+   * they start: Spark's state data source and its offline repartitioning find a checkpoint's
+   * partitions by their directories and refuse a gap (StateScanBuilder.planInputPartitions), and a
+   * partition whose commits all went into group commit's shared segments has no file of its own.
+   */
+  private void ensureDirectory(URI store, Configuration hadoopConf) {
+    if (!storeDirectories.add(store)) {
+      return;
+    }
+    try {
+      if ("file".equals(store.getScheme())) {
+        // Hadoop's local file system forks a process to set a new directory's permissions.
+        Files.createDirectories(java.nio.file.Path.of(store));
+      } else {
+        Path dir = new Path(store);
+        dir.getFileSystem(hadoopConf).mkdirs(dir);
+      }
+    } catch (IOException e) {
+      storeDirectories.remove(store);
+      throw new UncheckedIOException("Cannot create the state store directory " + store, e);
+    }
   }
 
   /**

@@ -43,4 +43,15 @@ class StateStoreLocationsTest {
     assertThat(location.prefix()).isEmpty();
     assertThat(location.storage()).isNotSameAs(usual.storage());
   }
+
+  @Test
+  void resolvingAStoreMakesItsDirectoryAsSparksProvidersDo() {
+    locations.resolve(root(), 0, 3, null, new Path(root(), "0/3"), conf);
+    locations.resolve(
+        root(), 1, 2, "left-keyToNumValues", new Path(root(), "1/2/left-keyToNumValues"), conf);
+
+    // Spark's state data source lists partitions by directory and refuses a gap.
+    assertThat(work.resolve("cp/state/0/3")).isDirectory().isEmptyDirectory();
+    assertThat(work.resolve("cp/state/1/2/left-keyToNumValues")).isDirectory();
+  }
 }
