@@ -37,10 +37,9 @@ import org.junit.jupiter.api.Test;
  * <p>Spark 4.2's own runner ({@code OfflineStateRepartitionRunner}) on a checkpoint of ours: Spark
  * refuses it, by provider class name, when it reads the state ({@code StateDataSource.getTable}:
  * {@code internalOnlyReadAllColumnFamilies} is allowed for {@code RocksDBStateStoreProvider} only),
- * after it has already written the repartition batch's offset log entry. Until that entry is
- * deleted, Spark refuses to restart the query (an unfinished repartition); once it is, the query
- * resumes with its output intact. What Spark's writer asks of our provider ({@code loadEmpty})
- * works: {@code LoadEmptyTest}.
+ * after it has already written the repartition batch's offset log entry, from which Spark refuses
+ * to restart the query (an unfinished repartition): {@link OfflineRepartition} with the same
+ * partition count completes that batch, and the query resumes with its output intact.
  */
 class OfflineRepartitionIT {
   static final Path work = TestSessions.newWorkDir(OfflineRepartitionIT.class);
@@ -62,8 +61,7 @@ class OfflineRepartitionIT {
   }
 
   @Test
-  void sparksRunnerRefusesOurProviderByNameAndTheQueryResumesOnceItsOffsetEntryIsDeleted()
-      throws Exception {
+  void sparksRunnerRefusesOurProviderByNameAndOursCompletesTheBatchItLeft() throws Exception {
     ClockedRun run = new ClockedRun(spark, 1, AggregationIT::windowedQuery, OutputMode.Update());
     Path ours = work.resolve("ours");
     List<String> refusals = new ArrayList<>();
@@ -78,11 +76,12 @@ class OfflineRepartitionIT {
           } catch (RuntimeException e) {
             refusals.add(e.getMessage());
           }
-          // The runner wrote its batch's offset entry before it failed: delete it, as the docs
-          // tell users to.
+          // The runner wrote its batch's offset entry before it failed: ours completes that
+          // batch, as Spark's runner retries its own failed repartition batch.
           long after = newestOffset(ours);
           assertThat(after).as("offset entries of the refused repartition").isEqualTo(before + 1);
-          delete(ours.resolve("offsets").resolve(Long.toString(after)));
+          assertThat(OfflineRepartition.run(spark, ours.toUri().toString(), 8, true))
+              .isEqualTo(after);
         };
     List<String> reference =
         run.run(TestSessions.HDFS, work.resolve("reference"), steps(() -> {})).rows();
@@ -281,15 +280,6 @@ class OfflineRepartitionIT {
           .mapToLong(Long::parseLong)
           .max()
           .orElse(-1);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  private static void delete(Path file) {
-    try {
-      Files.delete(file);
-      Files.deleteIfExists(file.resolveSibling("." + file.getFileName() + ".crc"));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
