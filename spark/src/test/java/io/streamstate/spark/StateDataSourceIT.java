@@ -44,9 +44,11 @@ import org.junit.jupiter.api.Test;
  *       partition, batch and key (our changelog holds one change per key and version, RocksDB's one
  *       per call: docs/protocol.md, "Change feed"); ours holds exactly one record per partition,
  *       batch and key.
- *   <li>{@code snapshotStartBatchId} + {@code snapshotPartitionId}: from the snapshot of the same
- *       version (each run waits until its provider has one of the middle batch) ours equals
- *       RocksDB's, and both equal the HDFS-backed provider's partition at that batch.
+ *   <li>{@code snapshotStartBatchId} + {@code snapshotPartitionId}: from our snapshot of a middle
+ *       batch (our run waits until it has one) to the last batch, ours equals the HDFS-backed
+ *       provider's partition at that batch. (Not compared with RocksDB's: its snapshots of a given
+ *       version are uploaded by maintenance up to a minute later, which cost four minutes of
+ *       waiting per build; the HDFS-backed provider's rows are the reference anyway.)
  * </ul>
  */
 class StateDataSourceIT {
@@ -93,8 +95,8 @@ class StateDataSourceIT {
   private record Run(Path checkpoint, long snapshotVersion, long lastBatch) {}
 
   /**
-   * A step that waits until every store of partition 0 has a snapshot of the version of the last
-   * batch (the HDFS-backed provider's are not needed: it snapshots only after two deltas).
+   * A step that waits, in our run, until every store of partition 0 has a snapshot of the version
+   * of the last batch (the other providers' runs do not wait: their rows are read by batch id).
    */
   private static final class SnapshotWait {
     final Path checkpoint;
@@ -114,7 +116,7 @@ class StateDataSourceIT {
           q -> {
             long v = q.lastProgress().batchId() + 1;
             version.set(v);
-            return provider.equals(TestSessions.HDFS) || hasSnapshots(v);
+            return !provider.equals(TestSessions.OURS) || hasSnapshots(v);
           });
     }
 
@@ -221,7 +223,7 @@ class StateDataSourceIT {
     Run hdfs = run(c, TestSessions.HDFS);
     Run rocks = run(c, ROCKSDB);
     assertThat(ours.lastBatch()).isEqualTo(hdfs.lastBatch()).isEqualTo(rocks.lastBatch());
-    assertThat(ours.snapshotVersion()).isPositive().isEqualTo(rocks.snapshotVersion());
+    assertThat(ours.snapshotVersion()).isPositive();
 
     // The state at the last batch and at earlier ones, and the operators' metadata.
     for (Map<String, String> options : c.stateReads()) {
@@ -247,9 +249,6 @@ class StateDataSourceIT {
               "batchId",
               String.valueOf(ours.lastBatch()));
       List<String> fromOurs = sorted(read("statestore", ours.checkpoint(), fromSnapshot));
-      assertThat(fromOurs)
-          .as("%s: statestore %s", c.name(), fromSnapshot)
-          .isEqualTo(sorted(read("statestore", rocks.checkpoint(), fromSnapshot)));
       List<String> hdfsPartition0 = new ArrayList<>();
       for (Row r :
           readFrame(hdfs.checkpoint(), with(options, "batchId", String.valueOf(ours.lastBatch())))
@@ -257,7 +256,9 @@ class StateDataSourceIT {
               .collectAsList()) {
         hdfsPartition0.add(r.toString());
       }
-      assertThat(fromOurs).isEqualTo(sorted(hdfsPartition0));
+      assertThat(fromOurs)
+          .as("%s: statestore %s", c.name(), fromSnapshot)
+          .isEqualTo(sorted(hdfsPartition0));
     }
     assertThat(sorted(read("state-metadata", ours.checkpoint(), Map.of())))
         .as("%s: state-metadata", c.name())
