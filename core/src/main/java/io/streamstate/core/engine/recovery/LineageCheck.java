@@ -19,6 +19,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.OptionalLong;
 import java.util.TreeMap;
 
 /**
@@ -130,6 +131,15 @@ public final class LineageCheck {
 
   /** What a load of {@code version} would read and whether it would succeed. */
   public Result check(long version) {
+    return check(version, OptionalLong.empty());
+  }
+
+  /**
+   * As {@link #check(long)}, for a load of commit {@code commitId} of {@code version} exactly, when
+   * present (checkpoint format v2: the commit Spark's commit log names), else of its newest valid
+   * commit.
+   */
+  public Result check(long version, OptionalLong commitId) {
     if (version < 0) {
       throw new IllegalArgumentException("version must be >= 0: " + version);
     }
@@ -145,12 +155,37 @@ public final class LineageCheck {
     boolean reachesEmptyState = false;
     long stoppedAt;
     StreamStateException stop;
-    ChangeFeed.Step top = feed.newestValidCommit(listing, version, skipped);
+    ChangeFeed.Step top;
+    try {
+      top = feed.topOf(listing, version, commitId, skipped);
+    } catch (CorruptFileException e) {
+      // The commit asked for has copies, and none verifies.
+      return new Result(storeName, version, lineage, commitIds, null, -1, -1, skipped, e);
+    }
     if (top == null) {
-      // l2: no changelog of the version verifies; a load then takes the version's snapshot.
-      List<StoreLayout.SnapshotName> snaps = listing.snapshots().getOrDefault(version, List.of());
+      // l2: no changelog of the version verifies (or none of the commit asked for); a load then
+      // takes the version's snapshot (of that commit).
+      List<StoreLayout.SnapshotName> snaps = new ArrayList<>();
+      for (StoreLayout.SnapshotName s : listing.snapshots().getOrDefault(version, List.of())) {
+        if (commitId.isEmpty() || s.commitId() == commitId.getAsLong()) {
+          snaps.add(s);
+        }
+      }
       if (snaps.isEmpty()) {
-        StreamStateException none = feed.noChangelogOf(version, listing, skipped);
+        StreamStateException none =
+            commitId.isEmpty()
+                ? feed.noChangelogOf(version, listing, skipped)
+                : new MissingFileException(
+                    context
+                        + ": commit "
+                        + StoreLayout.formatId(commitId.getAsLong())
+                        + " of version "
+                        + version
+                        + " (the one asked for) has no changelog ("
+                        + FramedFile.location(
+                            storage, layout.changelog(version, commitId.getAsLong()))
+                        + ") and no snapshot",
+                    FramedFile.location(storage, layout.changelog(version, commitId.getAsLong())));
         return new Result(storeName, version, lineage, commitIds, null, -1, -1, skipped, none);
       }
       long id = snaps.get(snaps.size() - 1).commitId();

@@ -219,6 +219,36 @@ class LineageCheckTest {
   }
 
   @Test
+  void anExactCommitIsFollowedAndAnUnknownOneFailsNamingIt() {
+    commit(3);
+    long three = check(3, LineageCheck.SnapshotChecks.FULL).lineage().get(0).commitId();
+
+    LineageCheck.Result exact =
+        new LineageCheck(
+                "s",
+                storage,
+                LAYOUT,
+                SegmentCatalog.of(resources, storage),
+                LineageCheck.SnapshotChecks.FULL)
+            .check(3, java.util.OptionalLong.of(three));
+    LineageCheck.Result unknown =
+        new LineageCheck(
+                "s",
+                storage,
+                LAYOUT,
+                SegmentCatalog.of(resources, storage),
+                LineageCheck.SnapshotChecks.FULL)
+            .check(3, java.util.OptionalLong.of(0x42L));
+
+    assertThat(exact.loadable()).isTrue();
+    assertThat(exact.lineage().get(0).commitId()).isEqualTo(three);
+    assertThat(unknown.loadable()).isFalse();
+    assertThat(unknown.failure())
+        .isInstanceOf(MissingFileException.class)
+        .hasMessageContaining("0000000000000042");
+  }
+
+  @Test
   void noCommitOfTheVersionFailsAsTheLoadDoes() {
     commit(2);
 
