@@ -193,14 +193,22 @@ public final class LineageCheck {
       stoppedAt = version;
       String missing = FramedFile.location(storage, layout.changelog(version, id));
       stop =
-          new MissingFileException(
-              context
-                  + ": no changelog of version "
-                  + version
-                  + " is left ("
-                  + missing
-                  + ") and its snapshot is unusable",
-              missing);
+          listing.copiesOf(version, id).isEmpty()
+              ? new MissingFileException(
+                  context
+                      + ": no changelog of version "
+                      + version
+                      + " is left ("
+                      + missing
+                      + ") and its snapshot is unusable",
+                  missing)
+              : new CorruptFileException(
+                  context
+                      + ": no copy of commit "
+                      + StoreLayout.formatId(id)
+                      + " of version "
+                      + version
+                      + " verifies, and its snapshot is unusable");
     } else {
       ChangeFeed.WalkBack back = feed.walkBack(listing, top, 1, context, skipped);
       List<ChangeFeed.Step> steps = back.steps();
@@ -344,7 +352,11 @@ public final class LineageCheck {
     if (skipped.isEmpty() || e.getMessage().contains("Skipped as unusable")) {
       return e;
     }
-    String message = e.getMessage() + " Skipped as unusable: " + String.join("; ", skipped);
+    String message =
+        e.getMessage()
+            + (e.getMessage().endsWith(".") ? "" : ".")
+            + " Skipped as unusable: "
+            + String.join("; ", skipped);
     if (e instanceof MissingFileException m) {
       return new MissingFileException(message, m.location());
     }
