@@ -396,9 +396,8 @@ public final class Verification {
               ? "needed by the lineage "
                   + needed
                   + " loads at restart: recovery fails (see the store below)"
-              : "recovery treats it as absent: no lineage a restart loads needs a commit it"
-                  + " holds (if it held one, that store fails below); the segment sweep deletes"
-                  + " it after the grace period");
+              : "recovery treats it as absent: none of the lineages a restart loads needs a"
+                  + " commit it holds");
     }
   }
 
