@@ -40,15 +40,15 @@ final class InspectCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     PrintWriter out = spec.commandLine().getOut();
+    Inspection.Report report;
     try (ProcessResources resources = new ProcessResources("streamstate-cli");
         Checkpoint cp = checkpoint.open(resources);
         Progress progress = Progress.onTerminal(spec.commandLine().getErr(), "inspecting")) {
       progress.total(cp.state().stores().size());
-      Inspection.Report report = Inspection.of(cp, progress::step);
-      progress.close();
-      out.print(json ? InspectionJson.render(report) : InspectionText.render(report, allConfs));
-      out.flush();
+      report = Inspection.of(cp, progress::step);
     }
+    out.print(json ? InspectionJson.render(report) : InspectionText.render(report, allConfs));
+    out.flush();
     return ExitCodes.OK;
   }
 }

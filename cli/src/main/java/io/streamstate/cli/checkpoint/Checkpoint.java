@@ -81,12 +81,9 @@ public final class Checkpoint implements AutoCloseable {
     try {
       URI uri = new URI(trimmed);
       if (uri.getScheme() == null && !trimmed.startsWith("/")) {
-        return Paths.get(trimmed).toAbsolutePath().normalize().toUri();
+        return Paths.get(trimmed).toAbsolutePath().normalize().toUri(); // relative: local disk
       }
-      if (uri.getScheme() == null) {
-        return uri; // absolute: the default file system's (fs.defaultFS)
-      }
-      return uri;
+      return uri; // a URI, or an absolute path on the default file system (fs.defaultFS)
     } catch (URISyntaxException e) {
       if (trimmed.contains("://")) {
         throw new IllegalArgumentException(

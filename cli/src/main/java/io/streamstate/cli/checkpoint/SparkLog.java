@@ -161,10 +161,11 @@ public final class SparkLog {
         byte[] payload =
             HedgeCopyFile.decode(
                 Storages.readAll(storage, hedge.name()), where(storage, hedge.name()));
-        if (HedgedLogWrites.copyStandsIn(plain.length(), payload)) {
-          if (plain.length() < payload.length) {
-            return checked(id, Source.HEDGE_COPY, where(storage, hedge.name()), payload, true);
-          }
+        // The manager reads a copy that stands in for N (sl5); when N is as long, they hold the
+        // same bytes and N is what Spark's own manager reads too: reported as the file.
+        if (HedgedLogWrites.copyStandsIn(plain.length(), payload)
+            && plain.length() < payload.length) {
+          return checked(id, Source.HEDGE_COPY, where(storage, hedge.name()), payload, true);
         }
       } catch (CorruptFileException | MissingFileException torn) {
         // A torn copy (its writer died): absent, as the manager takes it.
