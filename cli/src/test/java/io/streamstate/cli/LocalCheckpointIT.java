@@ -36,6 +36,9 @@ class LocalCheckpointIT {
   /** Ours, a changelog file per commit (no group commit) and no snapshot. */
   private static Path changelogs;
 
+  /** Ours under Spark's state checkpoint format v2 (the commit log names each store's commit). */
+  private static Path formatV2;
+
   private static Path hdfsBacked;
   private static Path rocksdb;
 
@@ -64,6 +67,14 @@ class LocalCheckpointIT {
                 "false",
                 "spark.sql.streaming.stateStore.minDeltasForSnapshot",
                 "100"));
+    formatV2 =
+        run(
+            "format-v2",
+            Map.of(
+                SparkQueries.PROVIDER_CLASS,
+                SparkQueries.OURS,
+                "spark.sql.streaming.stateStore.checkpointFormatVersion",
+                "2"));
     hdfsBacked = run("hdfs", Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.HDFS_BACKED));
     rocksdb = run("rocksdb", Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.ROCKSDB));
     toExport = work.resolve("export");
@@ -71,7 +82,7 @@ class LocalCheckpointIT {
     exportQuery.start(OURS_JOURNALED).batch(1, 2, 3).batch(3, 4, 5).batch(6, 7).batch(1, 8, 9);
     exportQuery.stop(OURS_JOURNALED);
     assertThat(exportQuery.rows()).containsExactlyElementsOf(exportQuery.expectedRows());
-    for (Path p : List.of(journaled, changelogs, hdfsBacked, rocksdb, toExport)) {
+    for (Path p : List.of(journaled, changelogs, formatV2, hdfsBacked, rocksdb, toExport)) {
       awaitQuiet(p);
     }
   }
@@ -87,7 +98,8 @@ class LocalCheckpointIT {
   private static Path run(String name, Map<String, String> confs) throws Exception {
     Path checkpoint = work.resolve(name);
     SparkQueries.DedupCount q =
-        new SparkQueries.DedupCount(spark, checkpoint.toUri().toString(), "t_" + name);
+        new SparkQueries.DedupCount(
+            spark, checkpoint.toUri().toString(), "t_" + name.replace('-', '_'));
     q.start(confs).batch(1, 2, 3).batch(3, 4, 5).batch(6, 7).batch(1, 8, 9);
     q.stop(confs);
     assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
@@ -136,7 +148,7 @@ class LocalCheckpointIT {
     assertThat(r.get("recoveryVersion")).isEqualTo(4L);
     assertThat(r.get("providerClass")).isEqualTo(SparkQueries.OURS);
     assertThat(r.get("shufflePartitions")).isEqualTo(2L);
-    assertThat(r.get("checkpointFormatVersion")).isNull();
+    assertThat(r.get("checkpointFormatVersion")).isEqualTo("1");
     for (String log : List.of("offsets", "commits")) {
       Map<String, Object> l = map(r.get(log));
       assertThat(l.get("layout")).as(log).isEqualTo("journal");
@@ -219,13 +231,29 @@ class LocalCheckpointIT {
 
   @Test
   void verifyIsCleanOnTheCheckpointsOfEveryProvider() {
-    for (Path checkpoint : List.of(journaled, changelogs, hdfsBacked, rocksdb)) {
+    for (Path checkpoint : List.of(journaled, changelogs, formatV2, hdfsBacked, rocksdb)) {
       Cli.Run run = Cli.run("verify", checkpoint.toString());
       assertThat(run.exit()).as(run.toString()).isZero();
       assertThat(run.out()).contains("clean: checked").contains("4 of 4 stores recoverable");
     }
     System.out.println(
         "verify of a clean checkpoint:\n" + Cli.run("verify", changelogs.toString()).out());
+  }
+
+  @Test
+  void underCheckpointFormatV2TheCommitsTheCommitLogNamesAreChecked() {
+    Map<String, Object> r = Cli.run("inspect", formatV2.toString(), "--json").json();
+
+    assertThat(r.get("checkpointFormatVersion")).isEqualTo("2");
+    for (Map<String, Object> op : list(r.get("operators"))) {
+      for (Map<String, Object> s : list(op.get("stores"))) {
+        assertThat(s.get("recoverable")).isEqualTo(true);
+      }
+    }
+    Cli.Run verify = Cli.run("verify", formatV2.toString());
+    assertThat(verify.exit()).as(verify.toString()).isZero();
+    assertThat(Cli.run("inspect", formatV2.toString()).out())
+        .contains("checkpoint format   2 (as the commit log is written)");
   }
 
   @Test

@@ -46,6 +46,19 @@ public final class RecoveryPoint {
     return lastCommittedBatch == null ? 0 : lastCommittedBatch + 1;
   }
 
+  /**
+   * The state checkpoint format the newest commit entry was written under: 2 when it is a {@code
+   * v2} entry with state ids (format v2 records the commit of every store), 1 for a {@code v1}
+   * entry, null without a readable entry. Spark 4.2 does not pin the format among the offset log's
+   * confs.
+   */
+  public String formatVersion() {
+    if (lastCommit == null) {
+      return null;
+    }
+    return lastCommit.version().equals("v2") && !lastCommit.stateUniqueIds().isEmpty() ? "2" : "1";
+  }
+
   /** The commit of that version the commit log names for a store (format v2), if it names one. */
   public OptionalLong commitOf(StateDirectory.StoreKey key) {
     if (lastCommit == null || key.storeName() != null) {

@@ -149,8 +149,9 @@ public final class StateDirectory {
         continue;
       }
       int partition = Integer.parseInt(parts[1]);
-      if (parts[2].equals("_metadata")) {
-        schemas.get(op).add(f); // <part>/_metadata/schema: the key and value schema (v1, v2)
+      if (parts[2].startsWith("_")) {
+        // <part>/_metadata/schema: the key and value schema (v1, v2); other Spark metadata.
+        schemas.get(op).add(f);
         continue;
       }
       String storeName = null;

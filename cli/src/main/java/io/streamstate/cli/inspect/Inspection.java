@@ -202,7 +202,7 @@ public final class Inspection {
         recovery.version(),
         confs,
         confs.get(LogEntries.PROVIDER_CLASS),
-        confs.get(LogEntries.CHECKPOINT_FORMAT_VERSION),
+        confs.getOrDefault(LogEntries.CHECKPOINT_FORMAT_VERSION, recovery.formatVersion()),
         shufflePartitions,
         operators,
         segmentTotals,

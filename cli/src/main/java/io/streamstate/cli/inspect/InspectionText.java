@@ -40,8 +40,10 @@ public final class InspectionText {
     head.row(
         "checkpoint format",
         r.checkpointFormatVersion() == null
-            ? "not pinned (Spark's default, 1)"
-            : r.checkpointFormatVersion());
+            ? "unknown (no commit yet; Spark's default is 1)"
+            : r.confs().containsKey(LogEntries.CHECKPOINT_FORMAT_VERSION)
+                ? r.checkpointFormatVersion() + " (pinned)"
+                : r.checkpointFormatVersion() + " (as the commit log is written)");
     head.row(
         "shuffle partitions",
         r.shufflePartitions() == null ? "not pinned" : String.valueOf(r.shufflePartitions()));
