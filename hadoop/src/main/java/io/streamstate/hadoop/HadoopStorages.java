@@ -75,6 +75,31 @@ public final class HadoopStorages {
     if ("file".equalsIgnoreCase(location.getScheme())) {
       return new LocalStorage(Paths.get(location.getPath()));
     }
+    return openOnFileSystem(location, conf, resources);
+  }
+
+  /**
+   * A {@link HadoopStorage} rooted at {@code root} on any file system, local disk included (where
+   * {@link #open} gives the core's {@link LocalStorage}; here creates and appends on local disk
+   * still go through it, inside the {@link HadoopStorage}), after the same capability check: for
+   * callers that need a {@link HadoopStorage} whatever the store, as the Spark checkpoint file
+   * manager opens a log directory for its log journal (spark-shared's {@code LogJournal}), which
+   * the streamstate CLI's {@code export-logs} writes out.
+   *
+   * @throws UnsupportedException as {@link #open}
+   * @throws RetryableException the file system could not be reached
+   */
+  public static HadoopStorage openHadoop(URI root, Configuration conf, ProcessResources resources) {
+    Objects.requireNonNull(root, "root");
+    Objects.requireNonNull(conf, "conf");
+    return openOnFileSystem(qualify(root, conf), conf, resources);
+  }
+
+  /**
+   * A {@link HadoopStorage} on {@code FileSystem.get(location, conf)}, after the capability check.
+   */
+  private static HadoopStorage openOnFileSystem(
+      URI location, Configuration conf, ProcessResources resources) {
     FileSystem fs;
     try {
       fs = FileSystem.get(location, conf);

@@ -39,6 +39,24 @@ class HadoopStoragesTest {
   }
 
   @Test
+  void openHadoopGivesAHadoopStorageThatAppendsAndFencesOnLocalDiskToo() {
+    HadoopStorage storage =
+        HadoopStorages.openHadoop(
+            tempDir.toUri(), new Configuration(), io.streamstate.core.ProcessResources.shared());
+
+    assertThat(storage.appendSupported()).isTrue();
+    assertThat(storage.canFence()).isTrue();
+    assertThatThrownBy(
+            () ->
+                HadoopStorages.openHadoop(
+                    URI.create("nocreate://cluster/checkpoints/q1"),
+                    noCreateIfAbsentConf(),
+                    io.streamstate.core.ProcessResources.shared()))
+        .isInstanceOf(UnsupportedException.class)
+        .hasMessageContaining("does not guarantee create-if-absent");
+  }
+
+  @Test
   void schemeLessAbsolutePathGivesLocalStorageWhenDefaultFileSystemIsLocal() {
     Storage storage = HadoopStorages.open(URI.create(tempDir.toString()), new Configuration());
 

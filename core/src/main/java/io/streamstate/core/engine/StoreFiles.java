@@ -16,7 +16,8 @@ import java.util.List;
  * name ({@link StoreLayout}), and reads that check a file holds what its name says. One copy of
  * each, so that every reader takes the same files for the same things.
  *
- * @apiNote Internal: public for the engine's packages only.
+ * @apiNote Internal: public for the engine's packages, and for the streamstate CLI ({@code cli}
+ *     module), which verifies each file with the same reads; not an API.
  */
 public final class StoreFiles {
   /** A listed changelog (primary or hedge copy). */

@@ -190,9 +190,18 @@ public final class FramedFile {
    * @throws CorruptFileException the file does not verify
    */
   public static void verify(Storage storage, String name, FileKind expected) {
+    verifiedPayloadLength(storage, name, expected);
+  }
+
+  /**
+   * As {@link #verify}, and returns the length of the payload that verified.
+   *
+   * @throws CorruptFileException the file does not verify
+   */
+  public static long verifiedPayloadLength(Storage storage, String name, FileKind expected) {
     String location = location(storage, name);
     try {
-      streamPayload(storage, name, expected, OutputStream.nullOutputStream(), location);
+      return streamPayload(storage, name, expected, OutputStream.nullOutputStream(), location);
     } catch (IOException e) {
       throw new RetryableException("Cannot read " + location + ": " + e, e);
     }

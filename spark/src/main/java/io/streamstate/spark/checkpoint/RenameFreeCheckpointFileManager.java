@@ -322,7 +322,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
     } catch (IOException e) {
       throw DirectCreates.sneakyThrow(e);
     }
-    if (status.getLen() > payload.length) {
+    if (!HedgedLogWrites.copyStandsIn(status.getLen(), payload)) {
       LOG.debug(
           "Ignoring {}: {} is longer ({} bytes) than the copy ({} bytes)",
           HedgedLogWrites.hedgePath(path),

@@ -7,6 +7,7 @@ import io.streamstate.core.engine.recovery.DurableListing.Candidate;
 import io.streamstate.core.engine.segment.SegmentCatalog;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.storage.Storage;
@@ -152,27 +153,63 @@ public final class ChangeFeed {
     if (top == null) {
       throw noChangelogOf(to, listing, skipped);
     }
+    WalkBack back = walkBack(listing, top, from, rangeContext(from, to), skipped);
+    if (back.stop() != null) {
+      throw back.stop();
+    }
+    List<Step> steps = new ArrayList<>(back.steps());
+    Collections.reverse(steps);
+    return new Lineage(steps, back.expected());
+  }
+
+  /**
+   * How far a walk back along one lineage got: the commits read, newest first; the commit id of the
+   * version below the oldest of them ({@code expected}); and, if the walk ended before {@code
+   * from}, the version whose commit it could not read ({@code stoppedAt}) and why ({@code stop}:
+   * the changelog is missing, or no copy of it verifies), naming the file.
+   */
+  record WalkBack(List<Step> steps, long expected, long stoppedAt, StreamStateException stop) {}
+
+  /**
+   * l3: from {@code top}, follows parent ids down to version {@code from}, reading each commit's
+   * copies (the primary, then a hedge copy) through the listing; stops at the first version whose
+   * commit is missing or does not verify instead of throwing. The one walk of a lineage over
+   * durable files: the change feed throws where it stops, {@link LineageCheck} looks for a base
+   * above that.
+   *
+   * @param context what the caller does, for messages ("Cannot read the changes of ...")
+   */
+  WalkBack walkBack(
+      DurableListing listing, Step top, long from, String context, List<String> skipped) {
     List<Step> steps = new ArrayList<>();
     steps.add(top);
     long heldBytes = top.changelog.changeCount() * 64L;
     long expected = top.changelog.parentId();
-    for (long v = to - 1; v >= from; v--) {
+    for (long v = top.source.version() - 1; v >= from; v--) {
       List<Candidate> copies = listing.copiesOf(v, expected);
       if (copies.isEmpty()) {
         String missing = FramedFile.location(storage, layout.changelog(v, expected));
-        throw new MissingFileException(
-            failure(
-                from,
-                to,
-                "changelog "
-                    + missing
-                    + " is missing (version "
-                    + (v + 1)
-                    + " on the lineage builds on it)",
-                skipped),
-            missing);
+        return new WalkBack(
+            steps,
+            expected,
+            v,
+            new MissingFileException(
+                failure(
+                    context,
+                    "changelog "
+                        + missing
+                        + " is missing (version "
+                        + (v + 1)
+                        + " on the lineage builds on it)",
+                    skipped),
+                missing));
       }
-      Step step = readCopies(copies, from, to, skipped);
+      Step step;
+      try {
+        step = readCopies(copies, context, skipped);
+      } catch (CorruptFileException e) {
+        return new WalkBack(steps, expected, v, e);
+      }
       expected = step.changelog.parentId();
       heldBytes += step.changelog.changeCount() * 64L;
       if (heldBytes > MAX_HELD_CHANGELOG_BYTES) {
@@ -180,8 +217,7 @@ public final class ChangeFeed {
       }
       steps.add(step);
     }
-    Collections.reverse(steps);
-    return new Lineage(steps, expected);
+    return new WalkBack(steps, expected, from - 1, null);
   }
 
   /** Commit {@code commit} of {@code version} when present, else its newest valid one; or null. */
@@ -190,7 +226,7 @@ public final class ChangeFeed {
       return newestValidCommit(listing, version, skipped);
     }
     List<Candidate> copies = listing.copiesOf(version, commit.getAsLong());
-    return copies.isEmpty() ? null : readCopies(copies, version, version, skipped);
+    return copies.isEmpty() ? null : readCopies(copies, rangeContext(version, version), skipped);
   }
 
   /**
@@ -213,7 +249,8 @@ public final class ChangeFeed {
     return null;
   }
 
-  private Step readCopies(List<Candidate> copies, long from, long to, List<String> skipped) {
+  /** The commit {@code copies} hold (one commit id: the primary, then a hedge copy). */
+  Step readCopies(List<Candidate> copies, String context, List<String> skipped) {
     List<String> failures = new ArrayList<>();
     for (Candidate copy : copies) {
       try {
@@ -222,7 +259,7 @@ public final class ChangeFeed {
         failures.add(e.getMessage());
       }
     }
-    throw new CorruptFileException(failure(from, to, String.join("; ", failures), skipped));
+    throw new CorruptFileException(failure(context, String.join("; ", failures), skipped));
   }
 
   private Changelog readCommit(Candidate c) {
@@ -245,7 +282,7 @@ public final class ChangeFeed {
     }
   }
 
-  private RuntimeException noChangelogOf(long version, DurableListing listing, List<String> skip) {
+  StreamStateException noChangelogOf(long version, DurableListing listing, List<String> skip) {
     if (!skip.isEmpty()) {
       return new CorruptFileException(
           "Cannot read version "
@@ -274,13 +311,13 @@ public final class ChangeFeed {
         dir);
   }
 
-  private String failure(long from, long to, String detail, List<String> skipped) {
-    return "Cannot read the changes of versions "
-        + from
-        + " to "
-        + to
-        + " of store "
-        + storeName
+  /** How messages of a read of versions {@code from} to {@code to} start. */
+  private String rangeContext(long from, long to) {
+    return "Cannot read the changes of versions " + from + " to " + to + " of store " + storeName;
+  }
+
+  private static String failure(String context, String detail, List<String> skipped) {
+    return context
         + ": "
         + detail
         + "."

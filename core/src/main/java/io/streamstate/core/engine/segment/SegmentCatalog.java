@@ -40,7 +40,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>Segments appended to a journal ({@link SegmentJournalReader}) are listed here like segment
  * files, each under a record name ({@code <journal>@<offset>}); reading a member reads its record.
  *
- * @apiNote Internal: public for the engine's packages, and for tests that inspect segments, only.
+ * @apiNote Internal: public for the engine's packages, for tests that inspect segments, and for the
+ *     streamstate CLI ({@code cli} module), which lists and verifies them; not an API.
  */
 public final class SegmentCatalog {
   public static final String SEGMENT_DIR = "_segments/";

@@ -52,6 +52,42 @@ public final class SnapshotRestorer {
     history.recorded(manifest.version());
   }
 
+  /**
+   * Checks that snapshot {@code name} could be restored, without restoring it: its manifest
+   * verifies and holds what its name says, and every shared SST it names exists, verifies and holds
+   * the length the manifest lists; the checks {@link #restore} makes while it copies. For tools
+   * that check a checkpoint without loading it (the streamstate CLI's {@code verify}, through
+   * {@code engine.recovery.LineageCheck}).
+   *
+   * @return the manifest
+   * @throws CorruptFileException the manifest or an SST does not verify (the snapshot is unusable)
+   * @throws MissingFileException the manifest or an SST is gone
+   */
+  public SnapshotManifest verify(StoreLayout.SnapshotName name) {
+    SnapshotManifest manifest = StoreFiles.readManifest(storage, name);
+    for (SnapshotManifest.Entry e : manifest.files()) {
+      if (e.isShared()) {
+        checkLength(
+            manifest, e, FramedFile.verifiedPayloadLength(storage, e.sharedName(), FileKind.SST));
+      }
+    }
+    return manifest;
+  }
+
+  /** An SST whose payload has another length than its manifest lists is corrupt. */
+  private void checkLength(SnapshotManifest manifest, SnapshotManifest.Entry e, long length) {
+    if (length != e.length()) {
+      throw new CorruptFileException(
+          FramedFile.location(storage, e.sharedName())
+              + " is corrupt: it holds "
+              + length
+              + " bytes but snapshot "
+              + manifest.version()
+              + " lists "
+              + e.length());
+    }
+  }
+
   /** Copies the manifest's files into {@code dir}; returns local to shared name of its SSTs. */
   private Map<String, String> copyFiles(SnapshotManifest manifest, Path dir) {
     Map<String, String> restored = new HashMap<>();
@@ -61,16 +97,7 @@ public final class SnapshotRestorer {
         Path target = dir.resolve(e.localName());
         if (e.isShared()) {
           FramedFile.copyPayload(storage, e.sharedName(), FileKind.SST, target);
-          if (Files.size(target) != e.length()) {
-            throw new CorruptFileException(
-                FramedFile.location(storage, e.sharedName())
-                    + " is corrupt: it holds "
-                    + Files.size(target)
-                    + " bytes but snapshot "
-                    + manifest.version()
-                    + " lists "
-                    + e.length());
-          }
+          checkLength(manifest, e, Files.size(target));
           restored.put(e.localName(), e.sharedName());
         } else {
           Files.write(target, e.inlineContent());

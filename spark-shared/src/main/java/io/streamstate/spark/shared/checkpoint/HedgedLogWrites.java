@@ -226,6 +226,16 @@ public final class HedgedLogWrites {
     }
   }
 
+  /**
+   * sl5: whether the complete hedge copy whose payload is {@code copyPayload} is read instead of
+   * its entry {@code N}, which exists and is {@code entryLength} bytes long: when {@code N} is not
+   * longer than the copy ({@code N} is then that entry, complete or still being written, or torn
+   * after its hedge won). The manager's reads and the CLI's take entries by this one rule.
+   */
+  public static boolean copyStandsIn(long entryLength, byte[] copyPayload) {
+    return entryLength <= copyPayload.length;
+  }
+
   /** A stream over a payload read from a hedge copy, as {@code open} returns. */
   public static FSDataInputStream streamOf(byte[] payload) {
     return new FSDataInputStream(new SeekableBytes(payload));

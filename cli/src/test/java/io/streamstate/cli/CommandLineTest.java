@@ -1,0 +1,84 @@
+package io.streamstate.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Usage and bad input: one clear line and a non-zero exit, never a stack trace. */
+class CommandLineTest {
+  @TempDir Path tmp;
+
+  @Test
+  void withoutACommandItPrintsUsageAndExitsTwo() {
+    Cli.Run run = Cli.run();
+
+    assertThat(run.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(run.err()).contains("Usage: streamstate").contains("inspect").contains("verify");
+  }
+
+  @Test
+  void helpAndVersionExitZero() {
+    assertThat(Cli.run("--help").exit()).isZero();
+    assertThat(Cli.run("inspect", "--help").out()).contains("--json").contains("CHECKPOINT");
+    assertThat(Cli.run("--version").out()).startsWith("streamstate ");
+  }
+
+  @Test
+  void anUnknownOptionOrAMissingCheckpointIsAUsageError() {
+    Cli.Run unknown = Cli.run("verify", "--deep", tmp.toString());
+    Cli.Run missing = Cli.run("inspect");
+
+    assertThat(unknown.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(unknown.err()).contains("Unknown option: '--deep'");
+    assertThat(missing.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(missing.err()).contains("Missing required parameter: 'CHECKPOINT'");
+  }
+
+  @Test
+  void aPathThatDoesNotExistIsNamed() {
+    Path nowhere = tmp.resolve("nowhere");
+
+    Cli.Run run = Cli.run("inspect", nowhere.toString());
+
+    assertThat(run.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(run.err().strip())
+        .isEqualTo("streamstate inspect: " + nowhere.toUri() + " does not exist")
+        .doesNotContain("\n");
+  }
+
+  @Test
+  void aDirectoryThatIsNotACheckpointIsNamed() throws IOException {
+    Files.writeString(tmp.resolve("part-0000.parquet"), "not a checkpoint");
+
+    Cli.Run run = Cli.run("verify", tmp.toString());
+
+    assertThat(run.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(run.err())
+        .contains("is not a Spark streaming checkpoint: it has no metadata file and no offsets/");
+  }
+
+  @Test
+  void aSchemeNoFileSystemServesIsAUsageError() {
+    Cli.Run run = Cli.run("inspect", "nosuchfs://cluster/checkpoints/q1");
+
+    assertThat(run.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(run.err()).contains("No Hadoop file system for nosuchfs://cluster/checkpoints/q1");
+  }
+
+  @Test
+  void aCorruptMetadataFileIsReportedNotThrown() throws IOException {
+    Files.writeString(tmp.resolve("metadata"), "{\"id\": ");
+
+    Cli.Run inspect = Cli.run("inspect", tmp.toString());
+    Cli.Run verify = Cli.run("verify", tmp.toString());
+
+    assertThat(inspect.exit()).isZero();
+    assertThat(inspect.out()).contains("problem: query id:");
+    assertThat(verify.exit()).isEqualTo(ExitCodes.DAMAGED);
+    assertThat(verify.out()).contains("does not hold Spark's query id");
+  }
+}

@@ -1,0 +1,365 @@
+package io.streamstate.cli;
+
+import static io.streamstate.cli.Cli.list;
+import static io.streamstate.cli.Cli.map;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.streamstate.core.ProcessResources;
+import io.streamstate.spark.StreamStateConf;
+import io.streamstate.spark.shared.checkpoint.LogJournals;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The command on checkpoints on local disk that real queries wrote (one Spark session for the
+ * class): with our provider, our checkpoint file manager and its log journal; with our provider
+ * writing a changelog file per commit; with Spark's HDFS-backed and RocksDB providers.
+ */
+class LocalCheckpointIT {
+  static final Path work = SparkQueries.newWorkDir(LocalCheckpointIT.class);
+  private static SparkSession spark;
+
+  /** Ours, our manager, Spark's logs in a log journal; segment journals (the default). */
+  private static Path journaled;
+
+  /** Ours, a changelog file per commit (no group commit) and no snapshot. */
+  private static Path changelogs;
+
+  /** Ours under Spark's state checkpoint format v2 (the commit log names each store's commit). */
+  private static Path formatV2;
+
+  private static Path hdfsBacked;
+  private static Path rocksdb;
+
+  /** Like {@link #journaled}, its query kept to be resumed after export-logs. */
+  private static Path toExport;
+
+  private static SparkQueries.DedupCount exportQuery;
+
+  static final Map<String, String> OURS_JOURNALED =
+      Map.of(
+          SparkQueries.PROVIDER_CLASS, SparkQueries.OURS,
+          SparkQueries.CFM_CLASS, SparkQueries.OUR_CFM,
+          StreamStateConf.LOG_JOURNAL, "true");
+
+  @BeforeAll
+  static void writeCheckpoints() throws Exception {
+    spark = SparkQueries.start("LocalCheckpointIT", work, Map.of());
+    journaled = run("journaled", OURS_JOURNALED);
+    changelogs =
+        run(
+            "changelogs",
+            Map.of(
+                SparkQueries.PROVIDER_CLASS,
+                SparkQueries.OURS,
+                StreamStateConf.GROUP_COMMIT_ENABLED,
+                "false",
+                "spark.sql.streaming.stateStore.minDeltasForSnapshot",
+                "100"));
+    formatV2 =
+        run(
+            "format-v2",
+            Map.of(
+                SparkQueries.PROVIDER_CLASS,
+                SparkQueries.OURS,
+                "spark.sql.streaming.stateStore.checkpointFormatVersion",
+                "2"));
+    hdfsBacked = run("hdfs", Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.HDFS_BACKED));
+    rocksdb = run("rocksdb", Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.ROCKSDB));
+    toExport = work.resolve("export");
+    exportQuery = new SparkQueries.DedupCount(spark, toExport.toUri().toString(), "t_export");
+    exportQuery.start(OURS_JOURNALED).batch(1, 2, 3).batch(3, 4, 5).batch(6, 7).batch(1, 8, 9);
+    exportQuery.stop(OURS_JOURNALED);
+    assertThat(exportQuery.rows()).containsExactlyElementsOf(exportQuery.expectedRows());
+    for (Path p : List.of(journaled, changelogs, formatV2, hdfsBacked, rocksdb, toExport)) {
+      awaitQuiet(p);
+    }
+  }
+
+  @AfterAll
+  static void stopSpark() {
+    if (spark != null) {
+      spark.stop();
+    }
+  }
+
+  /** Four batches of the dedup-and-count query on a fresh checkpoint {@code name}. */
+  private static Path run(String name, Map<String, String> confs) throws Exception {
+    Path checkpoint = work.resolve(name);
+    SparkQueries.DedupCount q =
+        new SparkQueries.DedupCount(
+            spark, checkpoint.toUri().toString(), "t_" + name.replace('-', '_'));
+    q.start(confs).batch(1, 2, 3).batch(3, 4, 5).batch(6, 7).batch(1, 8, 9);
+    q.stop(confs);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    return checkpoint;
+  }
+
+  /**
+   * Waits until the checkpoint's files stop changing for a second: a stopped query's maintenance
+   * may still be uploading a snapshot.
+   */
+  static void awaitQuiet(Path checkpoint) {
+    AtomicReference<String> last = new AtomicReference<>("");
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollDelay(Duration.ofMillis(500))
+        .pollInterval(Duration.ofMillis(500))
+        .until(
+            () -> {
+              String now = listing(checkpoint);
+              boolean quiet = now.equals(last.get());
+              last.set(now);
+              return quiet;
+            });
+  }
+
+  private static String listing(Path dir) throws IOException {
+    StringBuilder sb = new StringBuilder();
+    try (Stream<Path> files = Files.walk(dir)) {
+      for (Path p : files.sorted().toList()) {
+        sb.append(p).append(' ').append(Files.isRegularFile(p) ? Files.size(p) : -1).append('\n');
+      }
+    }
+    return sb.toString();
+  }
+
+  @Test
+  void inspectJsonReportsWhatTheQueryWrote() {
+    Cli.Run run = Cli.run("inspect", journaled.toString(), "--json");
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    Map<String, Object> r = run.json();
+    assertThat(r.get("format")).isEqualTo(1L);
+    assertThat(r.get("queryId")).asString().hasSize(36);
+    assertThat(r.get("lastBatch")).isEqualTo(3L);
+    assertThat(r.get("lastCommittedBatch")).isEqualTo(3L);
+    assertThat(r.get("recoveryVersion")).isEqualTo(4L);
+    assertThat(r.get("providerClass")).isEqualTo(SparkQueries.OURS);
+    assertThat(r.get("shufflePartitions")).isEqualTo(2L);
+    assertThat(r.get("checkpointFormatVersion")).isEqualTo("1");
+    for (String log : List.of("offsets", "commits")) {
+      Map<String, Object> l = map(r.get(log));
+      assertThat(l.get("layout")).as(log).isEqualTo("journal");
+      assertThat(l.get("entries")).as(log).isEqualTo(4L);
+      assertThat(l.get("first")).as(log).isEqualTo(0L);
+      assertThat(l.get("last")).as(log).isEqualTo(3L);
+      assertThat(l.get("problems")).as(log).asList().isEmpty();
+    }
+    List<Map<String, Object>> operators = list(r.get("operators"));
+    assertThat(operators).hasSize(2);
+    assertThat(operators)
+        .extracting(o -> o.get("name"))
+        .containsExactlyInAnyOrder("stateStoreSave", "dedupe");
+    for (Map<String, Object> op : operators) {
+      assertThat(op.get("partitions")).asList().containsExactly(0L, 1L);
+      assertThat(op.get("storeNames")).asList().containsExactly("default");
+      assertThat(list(op.get("schemaFiles")))
+          .isNotEmpty()
+          .allMatch(s -> s.get("keySchema") != null);
+      List<Map<String, Object>> stores = list(op.get("stores"));
+      assertThat(stores).hasSize(2);
+      for (Map<String, Object> s : stores) {
+        assertThat(s.get("provider")).isEqualTo("streamstate");
+        assertThat(s.get("newestVersion")).isEqualTo(4L);
+        assertThat(s.get("recoveryVersion")).isEqualTo(4L);
+        assertThat(s.get("recoverable")).isEqualTo(true);
+        assertThat(s.get("oldestRecoverableVersion")).isEqualTo(0L);
+        Map<String, Object> files = map(s.get("files"));
+        // Group commit appends every commit to a segment journal: four versions, four members.
+        assertThat(map(files.get("journalMembers")).get("count")).isEqualTo(4L);
+        assertThat(map(files.get("changelogs")).get("count")).isEqualTo(0L);
+      }
+    }
+    assertThat(map(r.get("segments")).get("journals"))
+        .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.LONG)
+        .isPositive();
+  }
+
+  @Test
+  void inspectShowsTheSameToPeople() {
+    Cli.Run run = Cli.run("inspect", journaled.toString());
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out())
+        .contains("4 entries, batches 0-3, in a log journal")
+        .contains("last planned 3, last committed 3")
+        .contains(SparkQueries.OURS)
+        .contains("operator 0 (stateStoreSave): 2 partitions, stores default")
+        .contains("operator 1 (dedupe): 2 partitions, stores default")
+        .contains("key: value integer");
+    System.out.println("inspect of a journaled checkpoint:\n" + run.out());
+  }
+
+  @Test
+  void inspectReportsSparksOwnProvidersByName() {
+    Map<String, Object> hdfs = Cli.run("inspect", hdfsBacked.toString(), "--json").json();
+    Map<String, Object> rocks = Cli.run("inspect", rocksdb.toString(), "--json").json();
+
+    assertThat(hdfs.get("providerClass")).isEqualTo(SparkQueries.HDFS_BACKED);
+    assertThat(map(hdfs.get("offsets")).get("layout")).isEqualTo("files");
+    for (Map<String, Object> op : list(hdfs.get("operators"))) {
+      for (Map<String, Object> s : list(op.get("stores"))) {
+        assertThat(s.get("provider")).isEqualTo("hdfs");
+        assertThat(s.get("newestVersion")).isEqualTo(4L);
+        assertThat(s.get("recoverable")).isEqualTo(true);
+        assertThat(map(map(s.get("files")).get("deltas")).get("count")).isEqualTo(4L);
+      }
+    }
+    assertThat(rocks.get("providerClass")).isEqualTo(SparkQueries.ROCKSDB);
+    for (Map<String, Object> op : list(rocks.get("operators"))) {
+      for (Map<String, Object> s : list(op.get("stores"))) {
+        assertThat(s.get("provider")).isEqualTo("rocksdb");
+        assertThat(s.get("newestVersion")).isEqualTo(4L);
+        assertThat(s.get("recoverable")).isEqualTo(true);
+        // Zips come from maintenance, which a short query may stop before: not asserted.
+        assertThat(map(map(s.get("files")).get("changelogs")).get("count")).isEqualTo(4L);
+      }
+    }
+  }
+
+  @Test
+  void verifyIsCleanOnTheCheckpointsOfEveryProvider() {
+    for (Path checkpoint : List.of(journaled, changelogs, formatV2, hdfsBacked, rocksdb)) {
+      Cli.Run run = Cli.run("verify", checkpoint.toString());
+      assertThat(run.exit()).as(run.toString()).isZero();
+      assertThat(run.out()).contains("clean: checked").contains("4 of 4 stores recoverable");
+    }
+    System.out.println(
+        "verify of a clean checkpoint:\n" + Cli.run("verify", changelogs.toString()).out());
+  }
+
+  @Test
+  void underCheckpointFormatV2TheCommitsTheCommitLogNamesAreChecked() {
+    Map<String, Object> r = Cli.run("inspect", formatV2.toString(), "--json").json();
+
+    assertThat(r.get("checkpointFormatVersion")).isEqualTo("2");
+    for (Map<String, Object> op : list(r.get("operators"))) {
+      for (Map<String, Object> s : list(op.get("stores"))) {
+        assertThat(s.get("recoverable")).isEqualTo(true);
+      }
+    }
+    Cli.Run verify = Cli.run("verify", formatV2.toString());
+    assertThat(verify.exit()).as(verify.toString()).isZero();
+    assertThat(Cli.run("inspect", formatV2.toString()).out())
+        .contains("checkpoint format   2 (as the commit log is written)");
+  }
+
+  @Test
+  void verifyNamesAChangelogTheLineageNeedsWhoseByteFlipped() throws IOException {
+    Path copy = Damage.copy(changelogs, work.resolve("flipped"));
+    Path target;
+    try (Stream<Path> files = Files.list(copy.resolve("state/1/1/changelog"))) {
+      target =
+          files
+              .filter(p -> p.getFileName().toString().startsWith("00000000000000000002-"))
+              .findFirst()
+              .orElseThrow();
+    }
+    Damage.flipByte(target);
+
+    Cli.Run run = Cli.run("verify", copy.toString());
+
+    assertThat(run.exit()).as(run.toString()).isEqualTo(1);
+    assertThat(run.out())
+        .contains("DAMAGED  " + target.toUri())
+        .contains("CRC32C mismatch")
+        .contains("needed by the lineage of version 4 (which a restart loads): recovery fails")
+        .contains("FAILS    state/1/1: Cannot load version 4 of store state/1/1")
+        .contains("3 of 4 stores recoverable");
+    System.out.println("verify after a flipped byte:\n" + run.out());
+  }
+
+  @Test
+  void verifyTellsATornChangelogNoRestartReadsFromOneItNeeds() throws IOException {
+    Path copy = Damage.copy(changelogs, work.resolve("torn-newest"));
+    // A batch 4 that never committed: its task died while writing version 5.
+    Path torn = copy.resolve("state/0/0/changelog/00000000000000000005-0123456789abcdef.changelog");
+    Files.write(torn, new byte[] {'S', 'S', 'T', 'F', 2, 1});
+
+    Cli.Run run = Cli.run("verify", copy.toString());
+
+    assertThat(run.exit()).as(run.toString()).isEqualTo(1);
+    assertThat(run.out())
+        .contains(torn.getFileName().toString())
+        .contains("torn or truncated write")
+        .contains("newer than version 4, which a restart loads")
+        .contains("treats it as absent")
+        .contains("4 of 4 stores recoverable");
+  }
+
+  @Test
+  void verifyNamesATruncatedOffsetEntry() throws IOException {
+    Path copy = Damage.copy(hdfsBacked, work.resolve("truncated-offset"));
+    Path three = copy.resolve("offsets/3");
+    Damage.truncate(three);
+    Files.deleteIfExists(copy.resolve("offsets/.3.crc"));
+
+    Cli.Run run = Cli.run("verify", copy.toString());
+
+    assertThat(run.exit()).as(run.toString()).isEqualTo(1);
+    assertThat(run.out())
+        .contains("DAMAGED  file://" + three)
+        .contains("batch 3 is torn or unparseable")
+        .contains("a restart fails reading it");
+    System.out.println("verify after a truncated offset entry:\n" + run.out());
+  }
+
+  @Test
+  void exportLogsRefusesALiveWriterThenLetsSparksOwnManagerResume() throws Exception {
+    // While a query with the journal runs, the journal is held: refused, nothing written.
+    exportQuery.start(OURS_JOURNALED).batch(10, 11);
+    Cli.Run live = Cli.run("export-logs", toExport.toString());
+    exportQuery.stop(OURS_JOURNALED);
+    // The driver goes away: its journals are closed (and their locks dropped), as at its exit.
+    LogJournals.of(ProcessResources.shared()).close();
+    assertThat(live.exit()).as(live.toString()).isEqualTo(1);
+    assertThat(live.err()).contains("refused").contains("live writer");
+    assertThat(toExport.resolve("offsets/0")).doesNotExist();
+    awaitQuiet(toExport);
+
+    Cli.Run dry = Cli.run("export-logs", toExport.toString(), "--dry-run");
+    assertThat(dry.exit()).as(dry.toString()).isZero();
+    assertThat(dry.out()).contains("would write 5 entries from the journal (batches 0-4)");
+    assertThat(toExport.resolve("offsets/0")).doesNotExist();
+
+    Cli.Run export = Cli.run("export-logs", toExport.toString());
+    assertThat(export.exit()).as(export.toString()).isZero();
+    assertThat(export.out())
+        .contains("offsets: wrote 5 entries from the journal (batches 0-4)")
+        .contains("commits: wrote 5 entries from the journal (batches 0-4)")
+        .contains("deleted " + toExport.resolve("offsets").toUri() + ".journal-");
+    System.out.println("export-logs:\n" + export.out());
+    for (int b = 0; b <= 4; b++) {
+      assertThat(toExport.resolve("offsets/" + b)).isRegularFile();
+      assertThat(toExport.resolve("commits/" + b)).isRegularFile();
+    }
+    try (Stream<Path> left = Files.list(toExport.resolve("offsets"))) {
+      assertThat(left.map(p -> p.getFileName().toString()))
+          .noneMatch(n -> n.startsWith(".journal"));
+    }
+
+    // Spark's own checkpoint file manager (the session's) resumes from the plain files.
+    Map<String, String> plain = Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.OURS);
+    exportQuery.start(plain).batch(12, 2, 13).batch(14);
+    exportQuery.stop(plain);
+    assertThat(exportQuery.rows()).containsExactlyElementsOf(exportQuery.expectedRows());
+    awaitQuiet(toExport);
+
+    Map<String, Object> after = Cli.run("inspect", toExport.toString(), "--json").json();
+    assertThat(map(after.get("offsets")).get("layout")).isEqualTo("files");
+    assertThat(after.get("lastCommittedBatch")).isEqualTo(6L);
+    assertThat(Cli.run("verify", toExport.toString()).exit()).isZero();
+  }
+}

@@ -1,0 +1,143 @@
+package io.streamstate.cli;
+
+import static io.streamstate.cli.Cli.list;
+import static io.streamstate.cli.Cli.map;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamstate.hadoop.S3ProxyFixture;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The command on a checkpoint on S3A (an in-process S3Proxy) that a real query wrote with our
+ * provider and our checkpoint file manager (no journals on an object store: plain log entries,
+ * segment files): inspect, verify, a damaged snapshot; and the errors of a store the command cannot
+ * use: wrong credentials, no conditional create.
+ */
+class S3aCheckpointIT {
+  static final Path work = SparkQueries.newWorkDir(S3aCheckpointIT.class);
+  private static S3ProxyFixture s3;
+  private static SparkSession spark;
+  private static String checkpoint;
+
+  private static final Map<String, String> OURS =
+      Map.of(
+          SparkQueries.PROVIDER_CLASS, SparkQueries.OURS,
+          SparkQueries.CFM_CLASS, SparkQueries.OUR_CFM);
+
+  @BeforeAll
+  static void start() throws Exception {
+    s3 = S3ProxyFixture.start();
+    Map<String, String> extra = new HashMap<>();
+    s3.sharedClientSettings().forEach((k, v) -> extra.put("spark.hadoop." + k, v));
+    spark = SparkQueries.start("S3aCheckpointIT", work, extra);
+    checkpoint = S3ProxyFixture.path("checkpoints/q").toString();
+    SparkQueries.DedupCount query = new SparkQueries.DedupCount(spark, checkpoint, "t_s3a");
+    query.start(OURS).batch(1, 2, 3).batch(3, 4, 5).batch(6, 7).batch(1, 8, 9);
+    query.stop(OURS);
+    assertThat(query.rows()).containsExactlyElementsOf(query.expectedRows());
+    Thread.sleep(1500); // a stopped query's maintenance may still upload a snapshot
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    if (spark != null) {
+      spark.stop();
+    }
+    if (s3 != null) {
+      s3.close();
+    }
+  }
+
+  /** The settings that reach S3Proxy, as --conf. */
+  private static Map<String, String> client() {
+    return s3.sharedClientSettings();
+  }
+
+  @Test
+  void inspectAndVerifyOnS3() {
+    Cli.Run inspect = Cli.run(client(), "inspect", checkpoint, "--json");
+    assertThat(inspect.exit()).as(inspect.toString()).isZero();
+    Map<String, Object> r = inspect.json();
+    assertThat(r.get("lastCommittedBatch")).isEqualTo(3L);
+    assertThat(map(r.get("offsets")).get("layout")).isEqualTo("files");
+    assertThat(r.get("providerClass")).isEqualTo(SparkQueries.OURS);
+    for (Map<String, Object> op : list(r.get("operators"))) {
+      assertThat(op.get("partitions")).asList().containsExactly(0L, 1L);
+      for (Map<String, Object> s : list(op.get("stores"))) {
+        assertThat(s.get("recoverable")).isEqualTo(true);
+        assertThat(s.get("newestVersion")).isEqualTo(4L);
+        // No appends on S3: group commits are segment files.
+        assertThat(map(map(s.get("files")).get("segmentMembers")).get("count")).isEqualTo(4L);
+      }
+    }
+
+    Cli.Run verify = Cli.run(client(), "verify", checkpoint);
+    assertThat(verify.exit()).as(verify.toString()).isZero();
+    assertThat(verify.out()).contains("4 of 4 stores recoverable at version 4");
+
+    Cli.Run export = Cli.run(client(), "export-logs", checkpoint);
+    assertThat(export.exit()).as(export.toString()).isZero();
+    assertThat(export.out()).contains("no log journal").contains("nothing to write");
+  }
+
+  @Test
+  void verifyNamesADamagedSegmentOnS3() throws Exception {
+    FileSystem fs = s3.fileSystem();
+    org.apache.hadoop.fs.Path segment = null;
+    RemoteIterator<LocatedFileStatus> files =
+        fs.listFiles(S3ProxyFixture.path("checkpoints/q/state/_segments"), false);
+    while (files.hasNext()) {
+      org.apache.hadoop.fs.Path p = files.next().getPath();
+      if (p.getName().startsWith("00000000000000000004-")) {
+        segment = p;
+      }
+    }
+    assertThat(segment).as("a segment of version 4").isNotNull();
+    Damage.flipByte(fs, segment);
+    try {
+      Cli.Run run = Cli.run(client(), "verify", checkpoint);
+
+      assertThat(run.exit()).as(run.toString()).isEqualTo(1);
+      assertThat(run.out()).contains("DAMAGED  " + segment).contains("is corrupt");
+      System.out.println("verify of a damaged segment on S3:\n" + run.out());
+    } finally {
+      Damage.flipByte(fs, segment); // flipped back
+    }
+  }
+
+  @Test
+  void wrongCredentialsAreOneLineAndExitThree() {
+    Map<String, String> conf = new HashMap<>(client());
+    conf.put("fs.s3a.secret.key", "wrong");
+    conf.put("fs.s3a.impl.disable.cache", "true");
+    conf.put("fs.s3a.attempts.maximum", "1");
+    conf.put("fs.s3a.retry.limit", "1");
+
+    Cli.Run run = Cli.run(conf, "inspect", checkpoint);
+
+    assertThat(run.exit()).as(run.toString()).isEqualTo(ExitCodes.UNREADABLE);
+    assertThat(run.err().strip()).startsWith("streamstate inspect: ").doesNotContain("\n");
+    System.out.println("inspect with a wrong secret key: " + run.err());
+  }
+
+  @Test
+  void aStoreWithoutConditionalCreateIsRefusedNamingTheSetting() {
+    Map<String, String> conf = new HashMap<>(client());
+    conf.put("fs.s3a.create.conditional.enabled", "false");
+    conf.put("fs.s3a.impl.disable.cache", "true");
+
+    Cli.Run run = Cli.run(conf, "verify", checkpoint);
+
+    assertThat(run.exit()).as(run.toString()).isEqualTo(ExitCodes.USAGE);
+    assertThat(run.err()).contains("create-if-absent").doesNotContain("\n\tat");
+  }
+}
