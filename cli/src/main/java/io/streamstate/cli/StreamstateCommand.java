@@ -13,13 +13,15 @@ import picocli.CommandLine.Spec;
     versionProvider = Versions.class,
     description = {
       "Inspect, verify and export the logs of a Spark structured streaming checkpoint, whether"
-          + " its state was written by streamstate's provider or by Spark's own.",
+          + " its state was written by streamstate's provider or by Spark's own; repartition the"
+          + " state of streamstate's.",
       ""
     },
     subcommands = {
       InspectCommand.class,
       VerifyCommand.class,
       ExportLogsCommand.class,
+      RepartitionCommand.class,
       CommandLine.HelpCommand.class
     },
     footer = {

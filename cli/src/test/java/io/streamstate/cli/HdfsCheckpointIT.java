@@ -136,4 +136,23 @@ class HdfsCheckpointIT {
         .contains("snapshot");
     System.out.println("verify of a damaged snapshot on HDFS:\n" + run.out());
   }
+
+  /** repartition on HDFS: the query resumes on the new count with the model's output. */
+  @Test
+  void repartitionOnHdfs() throws Exception {
+    Map<String, String> ours = Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.OURS);
+    String location = dfs.path("/checkpoints/repartition").toString();
+    SparkQueries.DedupCount q = new SparkQueries.DedupCount(spark, location, "t_hdfs_repartition");
+    q.start(ours).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+    q.stop(ours);
+
+    Cli.Run run = Cli.run(CLIENT, "repartition", location, "--partitions", "3");
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out()).contains("rewritten into 3 partitions as batch 2");
+    q.start(ours).batch(8, 1, 9).batch(10, 11, 12, 2);
+    q.stop(ours);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    assertThat(dfs.fileSystem().exists(dfs.path("/checkpoints/repartition/state/0/2"))).isTrue();
+  }
 }

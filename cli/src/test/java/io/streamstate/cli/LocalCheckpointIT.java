@@ -362,4 +362,48 @@ class LocalCheckpointIT {
     assertThat(after.get("lastCommittedBatch")).isEqualTo(6L);
     assertThat(Cli.run("verify", toExport.toString()).exit()).isZero();
   }
+
+  /**
+   * repartition on a checkpoint of ours (formats 1 and 2, the format read from its commit log): the
+   * query resumes on the new count and its output is the model's; a checkpoint of Spark's
+   * HDFS-backed provider is refused with nothing written.
+   */
+  @Test
+  void repartitionRewritesOurStateAndTheQueryResumesOnTheNewCount() throws Exception {
+    for (String format : List.of("1", "2")) {
+      Map<String, String> confs =
+          Map.of(
+              SparkQueries.PROVIDER_CLASS,
+              SparkQueries.OURS,
+              "spark.sql.streaming.stateStore.checkpointFormatVersion",
+              format);
+      Path checkpoint = work.resolve("repartition-v" + format);
+      SparkQueries.DedupCount q =
+          new SparkQueries.DedupCount(
+              spark, checkpoint.toUri().toString(), "t_repartition_v" + format);
+      q.start(confs).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+      q.stop(confs);
+
+      Cli.Run run = Cli.run("repartition", checkpoint.toString(), "--partitions", "5");
+
+      assertThat(run.exit()).as(run.toString()).isZero();
+      assertThat(run.out())
+          .contains("state of batch 1 rewritten into 5 partitions as batch 2")
+          .contains("checkpoint format " + format);
+      assertThat(Files.readString(checkpoint.resolve("offsets/2")))
+          .contains("\"spark.sql.shuffle.partitions\":\"5\"");
+      q.start(confs).batch(8, 1, 9).batch(10, 11, 12, 2);
+      q.stop(confs);
+      assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+      assertThat(checkpoint.resolve("state/0/4")).as("a partition of the run on 5").isDirectory();
+    }
+
+    String before = listing(hdfsBacked.resolve("offsets"));
+    Cli.Run refused = Cli.run("repartition", hdfsBacked.toString(), "--partitions", "5");
+    assertThat(refused.exit()).as(refused.toString()).isEqualTo(ExitCodes.USAGE);
+    assertThat(refused.err())
+        .contains("HDFSBackedStateStoreProvider")
+        .contains("Spark's own runner");
+    assertThat(listing(hdfsBacked.resolve("offsets"))).as("nothing written").isEqualTo(before);
+  }
 }
