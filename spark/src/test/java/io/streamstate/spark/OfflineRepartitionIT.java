@@ -1,8 +1,6 @@
 package io.streamstate.spark;
 
 import static io.streamstate.spark.ClockedRun.ev;
-import static org.apache.spark.sql.functions.col;
-import static org.apache.spark.sql.functions.expr;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -160,26 +158,7 @@ class OfflineRepartitionIT {
   @Test
   void streamStreamJoin() throws Exception {
     repartitionsAndResumes(
-        new Case(
-            "join",
-            2,
-            in -> {
-              Dataset<Row> left =
-                  in.get(0)
-                      .select(col("key").as("lkey"), col("ts").as("lts"), col("value").as("lval"))
-                      .withWatermark("lts", "10 seconds");
-              Dataset<Row> right =
-                  in.get(1)
-                      .select(col("key").as("rkey"), col("ts").as("rts"), col("value").as("rval"))
-                      .withWatermark("rts", "10 seconds");
-              return left.join(
-                  right,
-                  expr(
-                      "lkey = rkey AND rts BETWEEN lts - INTERVAL 5 SECONDS AND lts + INTERVAL 5"
-                          + " SECONDS"),
-                  "left_outer");
-            },
-            OutputMode.Append()),
+        new Case("join", 2, in -> StreamStreamJoinIT.joined(in, "left_outer"), OutputMode.Append()),
         Map.of());
   }
 

@@ -3,7 +3,6 @@ package io.streamstate.spark;
 import static io.streamstate.spark.ClockedRun.ev;
 import static org.apache.spark.sql.functions.col;
 import static org.apache.spark.sql.functions.count;
-import static org.apache.spark.sql.functions.expr;
 import static org.apache.spark.sql.functions.lit;
 import static org.apache.spark.sql.functions.sum;
 import static org.apache.spark.sql.functions.window;
@@ -367,22 +366,7 @@ class StateDataSourceIT {
         new Case(
             "join",
             2,
-            in -> {
-              Dataset<Row> left =
-                  in.get(0)
-                      .select(col("key").as("lkey"), col("ts").as("lts"), col("value").as("lval"))
-                      .withWatermark("lts", "10 seconds");
-              Dataset<Row> right =
-                  in.get(1)
-                      .select(col("key").as("rkey"), col("ts").as("rts"), col("value").as("rval"))
-                      .withWatermark("rts", "10 seconds");
-              return left.join(
-                  right,
-                  expr(
-                      "lkey = rkey AND rts BETWEEN lts - INTERVAL 5 SECONDS AND lts + INTERVAL 5"
-                          + " SECONDS"),
-                  "left_outer");
-            },
+            in -> StreamStreamJoinIT.joined(in, "left_outer"),
             OutputMode.Append(),
             wait ->
                 wait.after(

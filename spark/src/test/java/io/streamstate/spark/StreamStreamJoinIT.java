@@ -44,7 +44,11 @@ class StreamStreamJoinIT {
     return new ClockedRun(spark, 2, in -> joined(in, joinType), OutputMode.Append());
   }
 
-  private static Dataset<Row> joined(List<Dataset<Row>> in, String joinType) {
+  /**
+   * The join the parity, state data source and repartitioning ITs run: inputs 0 and 1 on key, with
+   * a 5-second event-time range and 10-second watermarks.
+   */
+  static Dataset<Row> joined(List<Dataset<Row>> in, String joinType) {
     Dataset<Row> left =
         in.get(0)
             .select(col("key").as("lkey"), col("ts").as("lts"), col("value").as("lval"))
