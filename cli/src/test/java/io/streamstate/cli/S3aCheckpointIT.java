@@ -140,4 +140,24 @@ class S3aCheckpointIT {
     assertThat(run.exit()).as(run.toString()).isEqualTo(ExitCodes.USAGE);
     assertThat(run.err()).contains("create-if-absent").doesNotContain("\n\tat");
   }
+
+  /** repartition on S3A: the query resumes on the new count with the model's output. */
+  @Test
+  void repartitionOnS3() throws Exception {
+    Map<String, String> ours = Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.OURS);
+    String location = S3ProxyFixture.path("checkpoints/repartition").toString();
+    SparkQueries.DedupCount q = new SparkQueries.DedupCount(spark, location, "t_s3a_repartition");
+    q.start(ours).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+    q.stop(ours);
+
+    Cli.Run run = Cli.run(client(), "repartition", location, "--partitions", "3");
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out()).contains("rewritten into 3 partitions as batch 2");
+    q.start(ours).batch(8, 1, 9).batch(10, 11, 12, 2);
+    q.stop(ours);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    assertThat(s3.fileSystem().exists(S3ProxyFixture.path("checkpoints/repartition/state/0/2")))
+        .isTrue();
+  }
 }
