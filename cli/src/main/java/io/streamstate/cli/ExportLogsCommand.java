@@ -2,6 +2,7 @@ package io.streamstate.cli;
 
 import io.streamstate.cli.checkpoint.Checkpoint;
 import io.streamstate.cli.checkpoint.SparkLog;
+import io.streamstate.cli.report.BatchRanges;
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.format.FramedFile;
@@ -118,7 +119,7 @@ final class ExportLogsCommand implements Callable<Integer> {
               + ": no log journal; "
               + files.size()
               + " entries are files already"
-              + (files.isEmpty() ? "" : " (batches " + range(files) + ")")
+              + (files.isEmpty() ? "" : " (batches " + BatchRanges.of(files) + ")")
               + ": nothing to write");
     } else {
       String verb = dryRun ? "would write " : "wrote ";
@@ -129,11 +130,11 @@ final class ExportLogsCommand implements Callable<Integer> {
               + verb
               + toWrite.size()
               + " entries from the journal"
-              + (toWrite.isEmpty() ? "" : " (batches " + range(toWrite) + ")")
+              + (toWrite.isEmpty() ? "" : " (batches " + BatchRanges.of(toWrite) + ")")
               + "; skipped "
               + files.size()
               + " that are files already"
-              + (files.isEmpty() ? "" : " (batches " + range(files) + ")"));
+              + (files.isEmpty() ? "" : " (batches " + BatchRanges.of(files) + ")"));
       for (String d : toDelete) {
         out.println(
             "  " + (dryRun ? "would delete " : "deleted ") + FramedFile.location(log.storage(), d));
@@ -174,20 +175,5 @@ final class ExportLogsCommand implements Callable<Integer> {
       throw new ConflictException(
           "refused: " + e.getMessage() + " (stop the query that writes the checkpoint first)", e);
     }
-  }
-
-  /** {@code 0-3}, or {@code 0-3, 5} for ids with gaps. */
-  private static String range(List<Long> ids) {
-    List<String> parts = new ArrayList<>();
-    int i = 0;
-    while (i < ids.size()) {
-      int j = i;
-      while (j + 1 < ids.size() && ids.get(j + 1) == ids.get(j) + 1) {
-        j++;
-      }
-      parts.add(i == j ? String.valueOf(ids.get(i)) : ids.get(i) + "-" + ids.get(j));
-      i = j + 1;
-    }
-    return String.join(", ", parts);
   }
 }

@@ -9,6 +9,7 @@ import io.streamstate.cli.checkpoint.SparkStoreFiles;
 import io.streamstate.cli.checkpoint.StateDirectory;
 import io.streamstate.cli.checkpoint.StoreInventory;
 import io.streamstate.cli.json.Json;
+import io.streamstate.cli.report.BatchRanges;
 import io.streamstate.cli.report.Progress;
 import io.streamstate.core.engine.StoreFiles;
 import io.streamstate.core.engine.StoreLayout;
@@ -267,7 +268,9 @@ public final class Verification {
       if (!gaps.isEmpty()) {
         damaged(
             offsets.location(),
-            "not continuous: no entry of batch" + (gaps.size() == 1 ? " " : "es ") + ranges(gaps),
+            "not continuous: no entry of batch"
+                + (gaps.size() == 1 ? " " : "es ")
+                + BatchRanges.of(gaps),
             "a restart reads the newest entries and goes on, but the log is not what Spark wrote:"
                 + " entries were deleted by hand or lost");
       }
@@ -305,7 +308,7 @@ public final class Verification {
     } else if (!without.isEmpty()) {
       damaged(
           commits.location(),
-          "committed batches without an offset entry: " + ranges(without),
+          "committed batches without an offset entry: " + BatchRanges.of(without),
           "the commit log is not a prefix of the offset log");
     }
     if (last != null && last > lastCommit + 1) {
@@ -333,20 +336,6 @@ public final class Verification {
             + (without.isEmpty() && (last == null || lastCommit <= last)
                 ? ", a prefix of the offsets"
                 : ""));
-  }
-
-  private static String ranges(List<Long> ids) {
-    List<String> parts = new ArrayList<>();
-    int i = 0;
-    while (i < ids.size()) {
-      int j = i;
-      while (j + 1 < ids.size() && ids.get(j + 1) == ids.get(j) + 1) {
-        j++;
-      }
-      parts.add(i == j ? String.valueOf(ids.get(i)) : ids.get(i) + "-" + ids.get(j));
-      i = j + 1;
-    }
-    return String.join(", ", parts);
   }
 
   // ---- segments ----
