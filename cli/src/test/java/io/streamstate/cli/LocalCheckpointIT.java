@@ -406,4 +406,48 @@ class LocalCheckpointIT {
         .contains("Spark's own runner");
     assertThat(listing(hdfsBacked.resolve("offsets"))).as("nothing written").isEqualTo(before);
   }
+
+  /**
+   * convert: a query on Spark's HDFS-backed provider moves to Spark's RocksDB provider, then to
+   * ours, and resumes; its output is the model's; inspect names the provider the last batch pinned
+   * and verify finds it recoverable. The HDFS-backed target is refused with nothing written, and so
+   * is the provider the checkpoint already runs.
+   */
+  @Test
+  void convertMovesAQueryFromHdfsBackedThroughRocksDbToOurs() throws Exception {
+    Path checkpoint = work.resolve("convert");
+    SparkQueries.DedupCount q =
+        new SparkQueries.DedupCount(spark, checkpoint.toUri().toString(), "t_convert");
+    Map<String, String> hdfs = Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.HDFS_BACKED);
+    q.start(hdfs).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+    q.stop(hdfs);
+
+    String before = listing(checkpoint);
+    Cli.Run toHdfs = Cli.run("convert", checkpoint.toString(), "--to", "hdfs");
+    assertThat(toHdfs.exit()).as(toHdfs.toString()).isEqualTo(ExitCodes.USAGE);
+    assertThat(toHdfs.err()).contains("loadEmpty").doesNotContain("\tat ");
+    assertThat(listing(checkpoint)).as("nothing written by a refusal").isEqualTo(before);
+
+    Cli.Run toRocksDb = Cli.run("convert", checkpoint.toString(), "--to", "rocksdb");
+    assertThat(toRocksDb.exit()).as(toRocksDb.toString()).isZero();
+    assertThat(toRocksDb.out())
+        .contains("state of batch 1 (" + SparkQueries.HDFS_BACKED + ", 2 partitions)")
+        .contains("rewritten for " + SparkQueries.ROCKSDB + " as batch 2");
+    Cli.Run again = Cli.run("convert", checkpoint.toString(), "--to", "rocksdb");
+    assertThat(again.exit()).as(again.toString()).isEqualTo(ExitCodes.USAGE);
+    assertThat(again.err()).contains("already runs on " + SparkQueries.ROCKSDB);
+
+    Cli.Run toOurs = Cli.run("convert", checkpoint.toString(), "--to", "streamstate");
+    assertThat(toOurs.exit()).as(toOurs.toString()).isZero();
+    assertThat(toOurs.out())
+        .contains("state of batch 2 (" + SparkQueries.ROCKSDB + ", 2 partitions)")
+        .contains("rewritten for " + SparkQueries.OURS + " as batch 3");
+    // The session's provider conf does not matter: Spark takes the one the offset log pins.
+    q.start(hdfs).batch(8, 1, 9).batch(10, 11, 12, 2);
+    q.stop(hdfs);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    Map<String, Object> inspected = Cli.run("inspect", checkpoint.toString(), "--json").json();
+    assertThat(inspected.get("providerClass")).isEqualTo(SparkQueries.OURS);
+    assertThat(Cli.run("verify", checkpoint.toString()).exit()).isZero();
+  }
 }
