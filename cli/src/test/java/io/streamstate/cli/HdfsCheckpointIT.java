@@ -155,4 +155,30 @@ class HdfsCheckpointIT {
     assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
     assertThat(dfs.fileSystem().exists(dfs.path("/checkpoints/repartition/state/0/2"))).isTrue();
   }
+
+  /**
+   * convert on HDFS: a query on Spark's HDFS-backed provider resumes on ours with the model's
+   * output.
+   */
+  @Test
+  void convertFromHdfsBackedToOursOnHdfs() throws Exception {
+    Map<String, String> hdfsBacked = Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.HDFS_BACKED);
+    String location = dfs.path("/checkpoints/convert").toString();
+    SparkQueries.DedupCount q = new SparkQueries.DedupCount(spark, location, "t_hdfs_convert");
+    q.start(hdfsBacked).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+    q.stop(hdfsBacked);
+
+    Cli.Run run = Cli.run(CLIENT, "convert", location, "--to", "streamstate");
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out()).contains("rewritten for " + SparkQueries.OURS + " as batch 2");
+    q.start(hdfsBacked).batch(8, 1, 9).batch(10, 11, 12, 2);
+    q.stop(hdfsBacked);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    assertThat(dfs.fileSystem().exists(dfs.path("/checkpoints/convert/state/0/0/snapshot")))
+        .as("our snapshots")
+        .isTrue();
+    assertThat(Cli.run(CLIENT, "inspect", location, "--json").json().get("providerClass"))
+        .isEqualTo(SparkQueries.OURS);
+  }
 }

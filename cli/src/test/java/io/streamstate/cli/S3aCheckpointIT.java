@@ -160,4 +160,28 @@ class S3aCheckpointIT {
     assertThat(s3.fileSystem().exists(S3ProxyFixture.path("checkpoints/repartition/state/0/2")))
         .isTrue();
   }
+
+  /**
+   * convert on S3A, the way back: a query on ours moves to Spark's RocksDB provider and resumes
+   * with the model's output.
+   */
+  @Test
+  void convertFromOursToRocksDbOnS3() throws Exception {
+    Map<String, String> ours = Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.OURS);
+    String location = S3ProxyFixture.path("checkpoints/convert").toString();
+    SparkQueries.DedupCount q = new SparkQueries.DedupCount(spark, location, "t_s3a_convert");
+    q.start(ours).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+    q.stop(ours);
+
+    Cli.Run run = Cli.run(client(), "convert", location, "--to", "rocksdb");
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out()).contains("rewritten for " + SparkQueries.ROCKSDB + " as batch 2");
+    q.start(ours).batch(8, 1, 9).batch(10, 11, 12, 2);
+    q.stop(ours);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    assertThat(s3.fileSystem().exists(S3ProxyFixture.path("checkpoints/convert/state/0/0/3.zip")))
+        .as("Spark's RocksDB snapshot of version 3, the conversion batch's")
+        .isTrue();
+  }
 }
