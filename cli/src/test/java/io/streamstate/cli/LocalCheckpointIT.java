@@ -450,4 +450,37 @@ class LocalCheckpointIT {
     assertThat(inspected.get("providerClass")).isEqualTo(SparkQueries.OURS);
     assertThat(Cli.run("verify", checkpoint.toString()).exit()).isZero();
   }
+
+  /**
+   * convert and repartition on a checkpoint whose logs are in our log journal, which Spark's own
+   * manager does not read: the command's session reads and writes them through ours, and the query
+   * resumes (journal on) with the model's output.
+   */
+  @Test
+  void convertAndRepartitionReadAJournaledCheckpointThroughOurManager() throws Exception {
+    Path checkpoint = work.resolve("convert-journaled");
+    SparkQueries.DedupCount q =
+        new SparkQueries.DedupCount(spark, checkpoint.toUri().toString(), "t_convert_journaled");
+    q.start(OURS_JOURNALED).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+    q.stop(OURS_JOURNALED);
+    LogJournals.of(ProcessResources.shared()).close(); // as at the driver's exit
+    assertThat(map(Cli.run("inspect", checkpoint.toString(), "--json").json().get("offsets")))
+        .containsEntry("layout", "journal");
+
+    Cli.Run repartition = Cli.run("repartition", checkpoint.toString(), "--partitions", "3");
+    assertThat(repartition.exit()).as(repartition.toString()).isZero();
+    assertThat(repartition.out())
+        .contains("state of batch 1 rewritten into 3 partitions as batch 2");
+    Cli.Run convert = Cli.run("convert", checkpoint.toString(), "--to", "rocksdb");
+    assertThat(convert.exit()).as(convert.toString()).isZero();
+    assertThat(convert.out())
+        .contains("state of batch 2 (" + SparkQueries.OURS + ", 3 partitions)");
+
+    q.start(OURS_JOURNALED).batch(8, 1, 9).batch(10, 11, 12, 2);
+    q.stop(OURS_JOURNALED);
+    LogJournals.of(ProcessResources.shared()).close();
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    assertThat(Cli.run("inspect", checkpoint.toString(), "--json").json().get("providerClass"))
+        .isEqualTo(SparkQueries.ROCKSDB);
+  }
 }

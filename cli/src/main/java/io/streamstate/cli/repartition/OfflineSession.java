@@ -1,6 +1,14 @@
 package io.streamstate.cli.repartition;
 
+import io.streamstate.core.format.HedgeCopyFile;
+import io.streamstate.core.format.LogJournalFile;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.HashMap;
 import java.util.Map;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.checkpointing.CommitMetadataBase;
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryCheckpointMetadata;
@@ -8,11 +16,15 @@ import scala.Option;
 
 /**
  * The Spark session an offline rewrite of a checkpoint runs in: the one already running in this
- * JVM, else a local one it stops after; with the command's Hadoop settings, and set to the
- * checkpoint format the checkpoint's commit log was written in, as Spark's rewriter requires.
+ * JVM, else a local one it stops after; with the command's Hadoop settings, set to the checkpoint
+ * format the checkpoint's commit log was written in, as Spark's rewriter requires, and to our
+ * checkpoint file manager when the logs hold what only it reads.
  */
 final class OfflineSession {
   private static final String FORMAT = "spark.sql.streaming.stateStore.checkpointFormatVersion";
+  private static final String MANAGER = "spark.sql.streaming.checkpointFileManagerClass";
+  private static final String OUR_MANAGER =
+      "io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager";
 
   private OfflineSession() {}
 
@@ -49,19 +61,59 @@ final class OfflineSession {
                   .hadoopConfiguration()
                   .set(k.startsWith("spark.hadoop.") ? k.substring(13) : k, v));
     }
-    String previousFormat = spark.conf().get(FORMAT, null);
+    Map<String, String> previous = new HashMap<>();
     try {
+      if (writtenByOurManager(spark, location)) {
+        set(spark, MANAGER, OUR_MANAGER, previous);
+      }
       int format = commitLogFormat(spark, location);
-      spark.conf().set(FORMAT, String.valueOf(format));
+      set(spark, FORMAT, String.valueOf(format), previous);
       return work.apply(spark, format);
     } finally {
       if (own) {
         spark.stop();
-      } else if (previousFormat == null) {
-        spark.conf().unset(FORMAT);
       } else {
-        spark.conf().set(FORMAT, previousFormat);
+        previous.forEach(
+            (k, v) -> {
+              if (v == null) {
+                spark.conf().unset(k);
+              } else {
+                spark.conf().set(k, v);
+              }
+            });
       }
+    }
+  }
+
+  private static void set(SparkSession spark, String key, String value, Map<String, String> old) {
+    old.putIfAbsent(key, spark.conf().get(key, null));
+    spark.conf().set(key, value);
+  }
+
+  /**
+   * Whether the checkpoint's logs hold what only our checkpoint file manager reads: a log journal,
+   * or a hedge copy that stands in for an entry torn at its name (protocol.md, w1 and sl5). Spark's
+   * own manager would not see the journaled batches, or would read the torn entry.
+   */
+  private static boolean writtenByOurManager(SparkSession spark, String location) {
+    try {
+      Path root = new Path(location);
+      FileSystem fs = root.getFileSystem(spark.sessionState().newHadoopConf());
+      for (String log : new String[] {"offsets", "commits"}) {
+        Path dir = new Path(root, log);
+        if (!fs.exists(dir)) {
+          continue;
+        }
+        for (FileStatus f : fs.listStatus(dir)) {
+          String n = f.getPath().getName();
+          if (LogJournalFile.isName(n) || n.endsWith(HedgeCopyFile.NAME_SUFFIX)) {
+            return true;
+          }
+        }
+      }
+      return false;
+    } catch (IOException e) {
+      throw new UncheckedIOException("Cannot list the logs of " + location, e);
     }
   }
 
