@@ -81,4 +81,18 @@ class CommandLineTest {
     assertThat(verify.exit()).isEqualTo(ExitCodes.DAMAGED);
     assertThat(verify.out()).contains("does not hold Spark's query id");
   }
+
+  @Test
+  void logEntriesOfAnUnknownSparkVersionAreNamedNotMisread() throws IOException {
+    Files.writeString(tmp.resolve("metadata"), "{\"id\":\"3f1c0c1e-0000-4000-8000-000000000000\"}");
+    Files.createDirectories(tmp.resolve("offsets"));
+    Files.createDirectories(tmp.resolve("commits"));
+    Files.writeString(tmp.resolve("offsets/0"), "v9\n{\"batchWatermarkMs\":0,\"conf\":{}}\n");
+    Files.writeString(tmp.resolve("commits/0"), "v9\n{\"nextBatchWatermarkMs\":0}");
+
+    Cli.Run verify = Cli.run("verify", tmp.toString());
+
+    assertThat(verify.exit()).as(verify.toString()).isEqualTo(ExitCodes.DAMAGED);
+    assertThat(verify.out()).contains("offsets/0").contains("'v9'").contains("a newer Spark");
+  }
 }

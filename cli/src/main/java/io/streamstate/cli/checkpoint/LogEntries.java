@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -69,6 +70,22 @@ public final class LogEntries {
     }
   }
 
+  /** The entry versions Spark 3.5 to 4.2 write (OffsetSeqLog and CommitLog: 1, and 2 in 4.x). */
+  private static final Set<String> KNOWN_VERSIONS = Set.of("v1", "v2");
+
+  private static void requireKnownVersion(String line, String log) {
+    String version = line.trim();
+    if (!KNOWN_VERSIONS.contains(version)) {
+      throw new Json.JsonException(
+          "the "
+              + log
+              + " log entry's version line is '"
+              + (version.length() > 20 ? version.substring(0, 20) + "..." : version)
+              + "', not v1 or v2 (what Spark 3.5 to 4.2 write): a newer Spark wrote it, or it is"
+              + " not an entry");
+    }
+  }
+
   /**
    * Parses an offset log entry.
    *
@@ -79,6 +96,7 @@ public final class LogEntries {
     if (lines.length < 2) {
       throw new Json.JsonException("an offset log entry needs a version line and a metadata line");
     }
+    requireKnownVersion(lines[0], "offset");
     Map<String, Object> meta = Json.parseObject(lines[1]);
     Map<String, String> conf = new TreeMap<>();
     if (meta.get("conf") instanceof Map<?, ?> m) {
@@ -108,6 +126,7 @@ public final class LogEntries {
     if (lines.length < 2) {
       throw new Json.JsonException("a commit log entry needs a version line and a JSON line");
     }
+    requireKnownVersion(lines[0], "commit");
     Map<String, Object> meta = Json.parseObject(lines[1]);
     Map<Long, List<List<String>>> ids = new LinkedHashMap<>();
     if (meta.get("stateUniqueIds") instanceof Map<?, ?> byOperator) {
