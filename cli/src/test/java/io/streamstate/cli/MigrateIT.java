@@ -169,6 +169,15 @@ class MigrateIT {
     LogJournals.of(ProcessResources.shared()).close(); // the driver goes away
     assertThat(query.rows()).containsExactlyElementsOf(query.expectedRows());
     Thread.sleep(1500);
+    // This process still holds the stores' segment journals open: a live writer, refused.
+    Cli.Run open = migrate(source, target);
+    assertThat(open.exit()).as(open.toString()).isEqualTo(ExitCodes.DAMAGED);
+    assertThat(open.err())
+        .contains("refused: ")
+        .contains(".journal")
+        .contains("is open for writing");
+    assertThat(s3.fileSystem().exists(S3ProxyFixture.path("migrated/q"))).isFalse();
+    closeAsAtExit(dfs.path("/checkpoints/q"));
     Map<String, Long> before = listing(dfs.fileSystem(), dfs.path("/checkpoints/q"));
 
     Cli.Run killed = migrateKilledAfter(10, source, target);
@@ -195,6 +204,19 @@ class MigrateIT {
     query.movedTo(target).start(OURS_JOURNALED).batch(10, 2, 11).batch(12, 13);
     query.stop(OURS_JOURNALED);
     assertThat(query.rows()).containsExactlyElementsOf(query.expectedRows());
+  }
+
+  /** What the NameNode does once the driver and executors are gone: every open file closed. */
+  private static void closeAsAtExit(org.apache.hadoop.fs.Path root) throws Exception {
+    org.apache.hadoop.hdfs.DistributedFileSystem fs =
+        (org.apache.hadoop.hdfs.DistributedFileSystem) dfs.fileSystem();
+    RemoteIterator<LocatedFileStatus> it = fs.listFiles(root, true);
+    while (it.hasNext()) {
+      org.apache.hadoop.fs.Path p = it.next().getPath();
+      while (!fs.isFileClosed(p) && !fs.recoverLease(p)) {
+        Thread.sleep(100);
+      }
+    }
   }
 
   private static Map<String, Long> listing(FileSystem fs, org.apache.hadoop.fs.Path root)

@@ -89,9 +89,10 @@ public final class Migration {
    */
   public Result run(ProgressFactory progress) {
     String sourceName = source.describe();
-    // m1: the destination is ours (empty, or marked by a migration of this source).
-    boolean resumed = claimDestination(sourceName);
+    // The source is read (and refused if a live query holds it) before anything is written.
     try (MigrationPlan plan = MigrationPlan.of(source, destinationUri)) {
+      // m1: the destination is ours (empty, or marked by a migration of this source).
+      boolean resumed = claimDestination(sourceName);
       MigrationProgress bar = progress.start(plan.items().size(), plan.bytes());
       Map<String, Long> present = MigrationPlan.listing(destination);
       int copied = 0;
@@ -207,7 +208,8 @@ public final class Migration {
               + written.length
               + " bytes, not the "
               + item.length()
-              + " it was listed with: the source changes (a live query?); stop it, then rerun");
+              + " it was listed with: it is being written (a live query?, or on HDFS one that"
+              + " died before closing it); stop the query, then rerun");
     }
     Digest back = Digest.of(destination, item.name());
     if (back.length != written.length || !Arrays.equals(back.digest(), written.digest())) {

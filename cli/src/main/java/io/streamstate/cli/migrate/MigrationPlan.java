@@ -4,6 +4,7 @@ import io.streamstate.cli.checkpoint.Checkpoint;
 import io.streamstate.cli.checkpoint.SparkLog;
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.core.storage.Storage;
@@ -71,6 +72,7 @@ final class MigrationPlan implements AutoCloseable {
               + " exists: the source is itself the destination of a migration that has not"
               + " finished; finish that one first");
     }
+    checkNoOpenJournal(source, listing);
     List<String> notes = new ArrayList<>();
     List<Path> scratch = new ArrayList<>();
     Map<String, Item> items = new LinkedHashMap<>();
@@ -170,43 +172,64 @@ final class MigrationPlan implements AutoCloseable {
   }
 
   /**
-   * Refuses a log whose journal a live query holds, without taking the log over (that would write
-   * to the source, and on HDFS stop the query). On local disk {@link HadoopStorage#fence} only
-   * tries the lock a live writer holds, as export-logs' take-over does; on HDFS a journal still
-   * open for writing ({@code isFileClosed} false) has a live writer, or one killed less than the
-   * lease's hard limit ago.
+   * On local disk, refuses a log whose journal a live query holds, as export-logs' take-over does
+   * ({@link HadoopStorage#fence}: on local disk it only tries the lock a live writer holds, and
+   * writes nothing). Elsewhere a take-over would write to the source, and on HDFS stop the query:
+   * there an open journal is found by {@link #checkNoOpenJournal}.
    */
   private static void checkNoLiveWriter(HadoopStorage dir, SparkLog log) {
-    Method isFileClosed = isFileClosed(dir);
+    if (!"file".equals(dir.fileSystem().getUri().getScheme())) {
+      return;
+    }
     for (LogJournalReader.JournalRead j : log.journals()) {
-      String where = dir.describe() + "/" + j.name();
-      if ("file".equals(dir.fileSystem().getScheme())) {
+      try {
+        dir.fence(j.name());
+      } catch (ConflictException e) {
+        throw new ConflictException(
+            "refused: " + e.getMessage() + " (stop the query that writes the source first)", e);
+      }
+    }
+  }
+
+  /**
+   * On HDFS, refuses a source whose log journal or segment journal ({@code
+   * state/_segments/*.journal}) is still open for writing: a live query appends to it, and the
+   * NameNode lists it with the length of its completed blocks only, so no copy of it could be
+   * checked. (On local disk a file's listed length is its length: a file that grows while it is
+   * copied is caught by the copy's length check.)
+   */
+  private static void checkNoOpenJournal(Checkpoint source, Map<String, Long> listing) {
+    if (!(source.root() instanceof HadoopStorage root)) {
+      return;
+    }
+    Method isFileClosed = isFileClosed(root);
+    if (isFileClosed == null) {
+      return;
+    }
+    List<String> open = new ArrayList<>();
+    for (String name : listing.keySet()) {
+      if (name.endsWith(".journal")
+          || LogJournalFile.isName(name.substring(name.lastIndexOf('/') + 1))) {
         try {
-          dir.fence(j.name());
-        } catch (ConflictException e) {
-          throw new ConflictException(
-              "refused: " + e.getMessage() + " (stop the query that writes the source first)", e);
-        }
-      } else if (isFileClosed != null) {
-        boolean closed;
-        try {
-          closed =
-              (Boolean)
-                  isFileClosed.invoke(
-                      dir.fileSystem(), new org.apache.hadoop.fs.Path(dir.root(), j.name()));
+          if (!(Boolean)
+              isFileClosed.invoke(
+                  root.fileSystem(), new org.apache.hadoop.fs.Path(root.root(), name))) {
+            open.add(source.location(name));
+          }
         } catch (ReflectiveOperationException e) {
           throw new RetryableException(
-              "Cannot ask whether " + where + " is open: " + e.getCause(), e);
-        }
-        if (!closed) {
-          throw new ConflictException(
-              "refused: the log journal "
-                  + where
-                  + " is open for writing: a live query holds it (or one killed less than the"
-                  + " HDFS lease's hard limit ago): stop the query first, or take the log over"
-                  + " with streamstate export-logs");
+              "Cannot ask whether " + source.location(name) + " is open: " + e.getCause(), e);
         }
       }
+    }
+    if (!open.isEmpty()) {
+      throw new ConflictException(
+          "refused: "
+              + open.get(0)
+              + (open.size() > 1 ? " (and " + (open.size() - 1) + " more journals)" : "")
+              + " is open for writing: a live query holds it, or one that died less than the"
+              + " HDFS lease's hard limit ago; stop the query first (the lease of a dead one's"
+              + " file is recovered by hdfs debug recoverLease -path FILE)");
     }
   }
 
