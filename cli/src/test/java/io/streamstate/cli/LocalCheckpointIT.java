@@ -430,6 +430,14 @@ class LocalCheckpointIT {
             (original.size() - 8) + " copied, 7 already there (resumed), 1 torn and replaced");
     Migrations.assertSameFiles(resumed, original);
     assertThat(Cli.run("verify", resumed.toString()).exit()).isZero();
+    System.out.println(
+        "migrate:\n"
+            + run.err()
+            + run.out()
+            + again.err()
+            + incomplete.out()
+            + rerun.err()
+            + rerun.out());
   }
 
   /**

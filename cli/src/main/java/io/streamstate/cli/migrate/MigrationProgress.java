@@ -21,6 +21,11 @@ public final class MigrationProgress {
   private long lastDrawn = start;
   private int drawnLength;
 
+  /**
+   * @param terminal whether {@code err} is a terminal (a line redrawn in place)
+   * @param files how many files the migration copies
+   * @param bytes how many bytes they hold
+   */
   public MigrationProgress(PrintWriter err, boolean terminal, int files, long bytes) {
     this.err = err;
     this.terminal = terminal;
