@@ -28,12 +28,11 @@ import picocli.CommandLine.Spec;
     description = {
       "Copies a whole checkpoint SRC to DST, another location on any store (hdfs: to s3a:, local"
           + " disk to HDFS, ...), reading each file back and comparing its length and SHA-256"
-          + " with the source's. DST must be empty: a marker file "
-          + "_streamstate_migration"
+          + " with the source's. DST must be empty: a marker file _streamstate_migration"
           + " naming SRC is written there first and deleted once DST lists exactly what SRC"
           + " does; a run that was killed is resumed by running the same command again (files"
           + " already copied are skipped, a torn one is replaced). Refuses a source a live query"
-          + " holds (its log journal open). Logs kept in streamstate's log journal are written"
+          + " holds (its journals open). Logs kept in streamstate's log journal are written"
           + " out as plain files where DST cannot host the journal (S3). Never writes to SRC.",
       ""
     },
