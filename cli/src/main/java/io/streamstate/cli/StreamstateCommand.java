@@ -23,6 +23,7 @@ import picocli.CommandLine.Spec;
       ExportLogsCommand.class,
       RepartitionCommand.class,
       ConvertCommand.class,
+      MigrateCommand.class,
       CommandLine.HelpCommand.class
     },
     footer = {

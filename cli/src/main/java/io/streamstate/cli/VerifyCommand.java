@@ -1,6 +1,7 @@
 package io.streamstate.cli;
 
 import io.streamstate.cli.checkpoint.Checkpoint;
+import io.streamstate.cli.migrate.MigrationMarker;
 import io.streamstate.cli.report.Progress;
 import io.streamstate.cli.verify.Verification;
 import io.streamstate.cli.verify.VerificationText;
@@ -32,7 +33,8 @@ import picocli.CommandLine.Spec;
     },
     footer = {
       "",
-      "Exit codes: 0 clean, 1 damaged, 2 usage (also: not a checkpoint), 3 could not read."
+      "Exit codes: 0 clean, 1 damaged (or a migration to it has not finished), 2 usage (also:"
+          + " not a checkpoint), 3 could not read."
     })
 final class VerifyCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
@@ -44,13 +46,22 @@ final class VerifyCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     long start = System.nanoTime();
     Verification.Result result;
+    String incomplete;
     try (ProcessResources resources = new ProcessResources("streamstate-cli");
         Checkpoint cp = checkpoint.open(resources);
         Progress progress = Progress.onTerminal(spec.commandLine().getErr(), "verifying")) {
+      incomplete =
+          MigrationMarker.read(cp.root())
+              .map(source -> MigrationMarker.incomplete(cp.describe(), source))
+              .orElse(null);
       result = Verification.run(cp, progress);
     }
     out.print(VerificationText.render(result, (System.nanoTime() - start) / 1_000_000));
+    if (incomplete != null) {
+      // Whatever the files say, a checkpoint a migration is still writing is not clean.
+      out.println("INCOMPLETE: " + incomplete);
+    }
     out.flush();
-    return result.clean() ? ExitCodes.OK : ExitCodes.DAMAGED;
+    return result.clean() && incomplete == null ? ExitCodes.OK : ExitCodes.DAMAGED;
   }
 }

@@ -33,9 +33,15 @@ final class Cli {
   }
 
   static Run run(String... args) {
+    return run(cl -> {}, args);
+  }
+
+  /** {@code run}, after {@code setup} saw the command line (to set a command's test hook). */
+  static Run run(java.util.function.Consumer<CommandLine> setup, String... args) {
     StringWriter out = new StringWriter();
     StringWriter err = new StringWriter();
     CommandLine cl = Main.commandLine();
+    setup.accept(cl);
     cl.setOut(new PrintWriter(out, true));
     cl.setErr(new PrintWriter(err, true));
     int exit = cl.execute(args);

@@ -95,4 +95,38 @@ class CommandLineTest {
     assertThat(verify.exit()).as(verify.toString()).isEqualTo(ExitCodes.DAMAGED);
     assertThat(verify.out()).contains("offsets/0").contains("'v9'").contains("a newer Spark");
   }
+
+  @Test
+  void migrateWithoutADestinationOrIntoItsSourceIsAUsageError() throws IOException {
+    Files.writeString(tmp.resolve("metadata"), "{\"id\":\"q\"}");
+
+    Cli.Run missing = Cli.run("migrate", tmp.toString());
+    Cli.Run inside = Cli.run("migrate", tmp.toString(), tmp.resolve("copy").toString());
+
+    assertThat(missing.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(missing.err()).contains("Missing required parameter: 'DST'");
+    assertThat(inside.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(inside.err().strip())
+        .startsWith("streamstate migrate: the destination ")
+        .contains("inside it")
+        .doesNotContain("\n");
+    assertThat(tmp.resolve("copy")).doesNotExist();
+  }
+
+  @Test
+  void aCheckpointHoldingAMigrationMarkerIsNotCalledClean() throws IOException {
+    Files.writeString(tmp.resolve("metadata"), "{\"id\":\"q\"}");
+    Files.writeString(
+        tmp.resolve(io.streamstate.cli.migrate.MigrationMarker.NAME),
+        "streamstate migrate\nsource=hdfs://nn/checkpoints/q\n");
+
+    Cli.Run inspect = Cli.run("inspect", tmp.toString());
+    Cli.Run verify = Cli.run("verify", tmp.toString());
+
+    assertThat(inspect.out())
+        .contains("is the destination of a migration that has not finished")
+        .contains("hdfs://nn/checkpoints/q");
+    assertThat(verify.exit()).isEqualTo(ExitCodes.DAMAGED);
+    assertThat(verify.out()).contains("INCOMPLETE: ").contains("run streamstate migrate again");
+  }
 }

@@ -4,8 +4,10 @@ import static io.streamstate.cli.Cli.list;
 import static io.streamstate.cli.Cli.map;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.streamstate.cli.migrate.MigrationMarker;
 import io.streamstate.core.ProcessResources;
 import io.streamstate.hadoop.MiniDfsFixture;
+import io.streamstate.hadoop.S3ProxyFixture;
 import io.streamstate.spark.StreamStateConf;
 import io.streamstate.spark.shared.checkpoint.LogJournals;
 import java.nio.file.Path;
@@ -13,6 +15,8 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -21,11 +25,13 @@ import org.junit.jupiter.api.Test;
 /**
  * The command on a checkpoint on HDFS (an in-process MiniDFSCluster) that a real query wrote with
  * our provider, our checkpoint file manager and its log journal: inspect, verify, a damaged
- * snapshot, and export-logs after which Spark's default manager (FileContext) resumes the query.
+ * snapshot, export-logs after which Spark's default manager (FileContext) resumes the query, and
+ * migrate to S3 (an in-process S3Proxy) after which the query resumes there.
  */
 class HdfsCheckpointIT {
   static final Path work = SparkQueries.newWorkDir(HdfsCheckpointIT.class);
   private static MiniDfsFixture dfs;
+  private static S3ProxyFixture s3;
   private static SparkSession spark;
   private static String checkpoint;
   private static SparkQueries.DedupCount query;
@@ -45,8 +51,10 @@ class HdfsCheckpointIT {
   @BeforeAll
   static void start() throws Exception {
     dfs = MiniDfsFixture.start(work.resolve("dfs"));
+    s3 = S3ProxyFixture.start(); // where migrate copies a checkpoint to
     Map<String, String> extra = new HashMap<>();
     CLIENT.forEach((k, v) -> extra.put("spark.hadoop." + k, v));
+    s3.sharedClientSettings().forEach((k, v) -> extra.put("spark.hadoop." + k, v));
     spark = SparkQueries.start("HdfsCheckpointIT", work, extra);
     checkpoint = dfs.path("/checkpoints/q").toString();
     query = new SparkQueries.DedupCount(spark, checkpoint, "t_hdfs");
@@ -59,12 +67,15 @@ class HdfsCheckpointIT {
   }
 
   @AfterAll
-  static void stop() {
+  static void stop() throws Exception {
     if (spark != null) {
       spark.stop();
     }
     if (dfs != null) {
       dfs.close();
+    }
+    if (s3 != null) {
+      s3.close();
     }
   }
 
@@ -135,6 +146,80 @@ class HdfsCheckpointIT {
         .contains("CRC32C mismatch")
         .contains("snapshot");
     System.out.println("verify of a damaged snapshot on HDFS:\n" + run.out());
+  }
+
+  /**
+   * The issue's acceptance test: a query stopped on HDFS, its logs in our log journal, migrated to
+   * S3 (where our manager reads no journal: the entries are written out as files) through a kill
+   * and a rerun, resumed there for more batches: its output is the model's.
+   */
+  @Test
+  void aQueryStoppedOnHdfsResumesOnS3AfterAKilledAndResumedMigration() throws Exception {
+    String source = dfs.path("/checkpoints/to-migrate").toString();
+    String target = S3ProxyFixture.path("migrated/q").toString();
+    SparkQueries.DedupCount query = new SparkQueries.DedupCount(spark, source, "t_migrate_s3");
+    query.start(OURS_JOURNALED).batch(1, 2, 3).batch(3, 4, 5).batch(6, 7).batch(1, 8, 9);
+    query.stop(OURS_JOURNALED);
+    LogJournals.of(ProcessResources.shared()).close(); // the driver goes away
+    assertThat(query.rows()).containsExactlyElementsOf(query.expectedRows());
+    Thread.sleep(1500);
+    // This process still holds the stores' segment journals open: a live writer, refused.
+    Cli.Run open = Cli.run(migrateConf(), "migrate", source, target);
+    assertThat(open.exit()).as(open.toString()).isEqualTo(ExitCodes.DAMAGED);
+    assertThat(open.err())
+        .contains("refused: ")
+        .contains(".journal")
+        .contains("is open for writing");
+    assertThat(s3.fileSystem().exists(S3ProxyFixture.path("migrated/q"))).isFalse();
+    closeAsAtExit(dfs.path("/checkpoints/to-migrate"));
+    Map<String, Long> before =
+        Migrations.listing(dfs.fileSystem(), dfs.path("/checkpoints/to-migrate"));
+
+    Cli.Run killed = Migrations.migrateKilledAfter(10, migrateConf(), source, target);
+    assertThat(killed.exit()).as(killed.toString()).isNotZero();
+    Cli.Run run = Cli.run(migrateConf(), "migrate", source, target);
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out())
+        .contains("offsets/: 4 entries only in the log journal written out as files")
+        .contains("commits/: 4 entries only in the log journal written out as files")
+        .contains("10 already there (resumed), 1 torn and replaced");
+    System.out.println("migrate hdfs -> s3a, rerun after a kill:\n" + run.err() + run.out());
+    assertThat(Migrations.listing(dfs.fileSystem(), dfs.path("/checkpoints/to-migrate")))
+        .as("the source is unchanged")
+        .isEqualTo(before);
+    Map<String, Long> copied =
+        Migrations.listing(s3.fileSystem(), S3ProxyFixture.path("migrated/q"));
+    assertThat(copied).containsKeys("offsets/3", "commits/3", "metadata");
+    assertThat(copied.keySet())
+        .noneMatch(n -> n.contains(".journal-") || n.contains(MigrationMarker.NAME));
+    Cli.Run verify = Cli.run(migrateConf(), "verify", target);
+    assertThat(verify.exit()).as(verify.toString()).isZero();
+    assertThat(verify.out()).contains("batches 0-3 (files)").contains("4 of 4 stores recoverable");
+
+    // The query resumes from S3 with our manager: its output is the uninterrupted model's.
+    query.movedTo(target).start(OURS_JOURNALED).batch(10, 2, 11).batch(12, 13);
+    query.stop(OURS_JOURNALED);
+    assertThat(query.rows()).containsExactlyElementsOf(query.expectedRows());
+  }
+
+  /** What the NameNode does once the driver and executors are gone: every open file closed. */
+  private static void closeAsAtExit(org.apache.hadoop.fs.Path root) throws Exception {
+    org.apache.hadoop.hdfs.DistributedFileSystem fs =
+        (org.apache.hadoop.hdfs.DistributedFileSystem) dfs.fileSystem();
+    RemoteIterator<LocatedFileStatus> it = fs.listFiles(root, true);
+    while (it.hasNext()) {
+      org.apache.hadoop.fs.Path p = it.next().getPath();
+      while (!fs.isFileClosed(p) && !fs.recoverLease(p)) {
+        Thread.sleep(100);
+      }
+    }
+  }
+
+  /** The cluster's client settings and S3Proxy's, for a migration from one to the other. */
+  private static Map<String, String> migrateConf() {
+    Map<String, String> conf = new HashMap<>(CLIENT);
+    conf.putAll(s3.sharedClientSettings());
+    return conf;
   }
 
   /** repartition on HDFS: the query resumes on the new count with the model's output. */

@@ -5,6 +5,7 @@ import static io.streamstate.cli.Cli.map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.cli.migrate.MigrationMarker;
 import io.streamstate.core.ProcessResources;
 import io.streamstate.spark.StreamStateConf;
 import io.streamstate.spark.shared.checkpoint.LogJournals;
@@ -321,12 +322,16 @@ class LocalCheckpointIT {
     // While a query with the journal runs, the journal is held: refused, nothing written.
     exportQuery.start(OURS_JOURNALED).batch(10, 11);
     Cli.Run live = Cli.run("export-logs", toExport.toString());
+    Cli.Run liveMigrate = Cli.run("migrate", toExport.toString(), work.resolve("live").toString());
     exportQuery.stop(OURS_JOURNALED);
     // The driver goes away: its journals are closed (and their locks dropped), as at its exit.
     LogJournals.of(ProcessResources.shared()).close();
     assertThat(live.exit()).as(live.toString()).isEqualTo(1);
     assertThat(live.err()).contains("refused").contains("live writer");
     assertThat(toExport.resolve("offsets/0")).doesNotExist();
+    assertThat(liveMigrate.exit()).as(liveMigrate.toString()).isEqualTo(1);
+    assertThat(liveMigrate.err()).contains("refused").contains("live writer");
+    assertThat(work.resolve("live")).doesNotExist();
     awaitQuiet(toExport);
 
     Cli.Run dry = Cli.run("export-logs", toExport.toString(), "--dry-run");
@@ -361,6 +366,78 @@ class LocalCheckpointIT {
     assertThat(map(after.get("offsets")).get("layout")).isEqualTo("files");
     assertThat(after.get("lastCommittedBatch")).isEqualTo(6L);
     assertThat(Cli.run("verify", toExport.toString()).exit()).isZero();
+  }
+
+  /**
+   * migrate local disk to local disk: every file with its bytes (journals too: local disk hosts
+   * them), clean; a destination not empty refused; a kill leaves a torn file and an incomplete
+   * destination, a rerun completes it. (A live query refused: in the export-logs test.)
+   */
+  @Test
+  void migrateCopiesRefusesWhatIsNotOursAndResumesAfterAKill() throws Exception {
+    // The driver goes away: its log journals are closed (and their locks dropped), as at exit.
+    LogJournals.of(ProcessResources.shared()).close();
+    Path source = journaled;
+    Map<String, byte[]> original = Migrations.files(source);
+
+    // A copy: every file with its bytes, journals included (local disk hosts them); clean.
+    Path copy = work.resolve("migrate/copy");
+    Cli.Run run = Cli.run("migrate", source.toString(), copy.toString());
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out())
+        .contains("migrated " + source.toUri().toString().replaceAll("/$", ""))
+        .contains(original.size() + " files")
+        .contains(original.size() + " copied, 0 already there, 0 torn and replaced");
+    assertThat(run.err()).contains("migrating: " + original.size() + "/" + original.size());
+    Migrations.assertSameFiles(copy, original);
+    assertThat(Migrations.files(source))
+        .as("the source is unchanged")
+        .containsOnlyKeys(original.keySet());
+    Cli.Run verify = Cli.run("verify", copy.toString());
+    assertThat(verify.exit()).as(verify.toString()).isZero();
+    assertThat(verify.out()).contains("4 of 4 stores recoverable at version 4");
+
+    // A destination that is not empty, and not an unfinished migration of this source: refused.
+    Cli.Run again = Cli.run("migrate", source.toString(), copy.toString());
+    assertThat(again.exit()).as(again.toString()).isEqualTo(ExitCodes.DAMAGED);
+    assertThat(again.err().strip())
+        .startsWith("streamstate migrate: refused: ")
+        .contains("is not empty")
+        .doesNotContain("\n");
+    Migrations.assertSameFiles(copy, original);
+    Cli.Run notACheckpoint =
+        Cli.run("migrate", work.resolve("migrate").toString(), work.resolve("x").toString());
+    assertThat(notACheckpoint.exit()).isEqualTo(ExitCodes.USAGE);
+
+    // Killed after 7 files, the 8th torn; the destination is not clean; a rerun completes it.
+    Path resumed = work.resolve("migrate/resumed");
+    Cli.Run killed =
+        Migrations.migrateKilledAfter(7, Map.of(), source.toString(), resumed.toString());
+    assertThat(killed.exit()).as(killed.toString()).isNotZero();
+    assertThat(resumed.resolve(MigrationMarker.NAME)).exists();
+    assertThat(Migrations.files(resumed)).hasSize(9); // the marker, 7 files, a torn one
+    Cli.Run incomplete = Cli.run("verify", resumed.toString());
+    assertThat(incomplete.exit()).as(incomplete.toString()).isNotZero();
+    assertThat(incomplete.out() + incomplete.err()).contains("migration that has not finished");
+    Cli.Run other = Cli.run("migrate", copy.toString(), resumed.toString());
+    assertThat(other.exit()).as(other.toString()).isEqualTo(ExitCodes.DAMAGED);
+    assertThat(other.err()).contains("not ours to resume");
+
+    Cli.Run rerun = Cli.run("migrate", source.toString(), resumed.toString());
+    assertThat(rerun.exit()).as(rerun.toString()).isZero();
+    assertThat(rerun.out())
+        .contains(
+            (original.size() - 8) + " copied, 7 already there (resumed), 1 torn and replaced");
+    Migrations.assertSameFiles(resumed, original);
+    assertThat(Cli.run("verify", resumed.toString()).exit()).isZero();
+    System.out.println(
+        "migrate:\n"
+            + run.err()
+            + run.out()
+            + again.err()
+            + incomplete.out()
+            + rerun.err()
+            + rerun.out());
   }
 
   /**

@@ -91,7 +91,7 @@ final class SparkQueries {
    */
   static final class DedupCount {
     private final SparkSession spark;
-    private final String checkpoint;
+    private String checkpoint;
     private final String table;
     private final MemoryStream<Integer> input;
     private final Dataset<Row> counts;
@@ -118,6 +118,12 @@ final class SparkQueries {
               .outputMode("complete")
               .option("checkpointLocation", checkpoint)
               .start();
+      return this;
+    }
+
+    /** From now on the query runs on {@code location} (a copy of its checkpoint), same input. */
+    DedupCount movedTo(String location) {
+      this.checkpoint = location;
       return this;
     }
 

@@ -70,7 +70,7 @@ public final class Checkpoint implements AutoCloseable {
   }
 
   /** The location as a URI without a trailing slash; relative paths made absolute. */
-  static URI toUri(String location) {
+  public static URI toUri(String location) {
     String trimmed = location.trim();
     while (trimmed.length() > 1 && trimmed.endsWith("/") && !trimmed.endsWith(":/")) {
       trimmed = trimmed.substring(0, trimmed.length() - 1);
@@ -109,9 +109,18 @@ public final class Checkpoint implements AutoCloseable {
     if (!exists()) {
       throw new NotACheckpointException(describe() + " does not exist");
     }
+    String marked =
+        io.streamstate.cli.migrate.MigrationMarker.read(root)
+            .map(
+                source ->
+                    " ("
+                        + io.streamstate.cli.migrate.MigrationMarker.incomplete(describe(), source)
+                        + ")")
+            .orElse("");
     throw new NotACheckpointException(
         describe()
-            + " is not a Spark streaming checkpoint: it has no metadata file and no offsets/ log");
+            + " is not a Spark streaming checkpoint: it has no metadata file and no offsets/ log"
+            + marked);
   }
 
   /** Whether the location exists at all (asked only to word the error for a non-checkpoint). */

@@ -10,6 +10,7 @@ import io.streamstate.cli.checkpoint.SparkStoreFiles;
 import io.streamstate.cli.checkpoint.StateDirectory;
 import io.streamstate.cli.checkpoint.StoreInventory;
 import io.streamstate.cli.json.Json;
+import io.streamstate.cli.migrate.MigrationMarker;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.recovery.LineageCheck;
 import io.streamstate.core.error.StreamStateException;
@@ -106,6 +107,8 @@ public final class Inspection {
    */
   public static Report of(Checkpoint cp, Consumer<String> progress) {
     List<String> problems = new ArrayList<>();
+    MigrationMarker.read(cp.root())
+        .ifPresent(source -> problems.add(MigrationMarker.incomplete(cp.describe(), source)));
     String queryId = null;
     try {
       queryId = cp.queryId();
