@@ -54,24 +54,28 @@ final class ConvertCommand implements Callable<Integer> {
   String to;
 
   @Option(
-      names = "--skip-uncommitted",
+      names = "--out",
+      paramLabel = "DST",
       description =
-          "If the last batch did not commit, skip it (its input is read again by the next run)"
-              + " instead of refusing. Duplicates in a sink that is not exactly-once are possible.")
-  boolean skipUncommitted;
+          "Convert a copy: migrate CHECKPOINT to DST first (every file read back and compared;"
+              + " resumable, as the migrate command), then convert DST. CHECKPOINT is not written.")
+  String out;
 
-  @Option(
-      names = "--master",
-      defaultValue = "local[*]",
-      description =
-          "The Spark master of the session that rewrites the state (default: ${DEFAULT-VALUE}).")
-  String master;
+  @Mixin OfflineRewriteOptions rewrite;
 
   @Override
   public Integer call() {
+    PrintWriter printer = spec.commandLine().getOut();
+    String location = checkpoint.location;
+    if (out != null) {
+      SparkConvert.providerClass(to); // a wrong --to is refused before anything is copied
+      MigrateCommand.copy(checkpoint, out, -1, printer, spec.commandLine().getErr());
+      location = out;
+    }
     SparkConvert.Result result;
     try {
-      result = SparkConvert.run(checkpoint.location, checkpoint.conf, to, !skipUncommitted, master);
+      result =
+          SparkConvert.run(location, checkpoint.conf, to, !rewrite.skipUncommitted, rewrite.master);
     } catch (NoClassDefFoundError e) {
       throw new IllegalArgumentException(
           "convert needs Spark 4.2 on the classpath (set SPARK_HOME for bin/streamstate): "
@@ -79,9 +83,8 @@ final class ConvertCommand implements Callable<Integer> {
     } catch (IllegalStateException e) {
       throw new ConflictException(e.getMessage(), e);
     }
-    PrintWriter out = spec.commandLine().getOut();
-    out.println(
-        checkpoint.location
+    printer.println(
+        location
             + ": state of batch "
             + result.readBatch()
             + " ("
@@ -99,7 +102,7 @@ final class ConvertCommand implements Callable<Integer> {
             + ". Nothing was replaced: the files of "
             + result.from()
             + " stay.");
-    out.flush();
+    printer.flush();
     return ExitCodes.OK;
   }
 }

@@ -60,8 +60,25 @@ final class MigrateCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    PrintWriter out = spec.commandLine().getOut();
-    PrintWriter err = spec.commandLine().getErr();
+    copy(
+        checkpoint,
+        destination,
+        interruptAfterFiles,
+        spec.commandLine().getOut(),
+        spec.commandLine().getErr());
+    return ExitCodes.OK;
+  }
+
+  /**
+   * Migrates {@code checkpoint} to {@code destination}, progress on {@code err}, the summary on
+   * {@code out}; {@code interruptAfterFiles} is the tests' kill (-1: none).
+   */
+  static void copy(
+      CheckpointOptions checkpoint,
+      String destination,
+      int interruptAfterFiles,
+      PrintWriter out,
+      PrintWriter err) {
     long start = System.nanoTime();
     Migration.Result r;
     try (ProcessResources resources = new ProcessResources("streamstate-cli");
@@ -100,7 +117,6 @@ final class MigrateCommand implements Callable<Integer> {
             + " torn and replaced, in "
             + Sizes.millis((System.nanoTime() - start) / 1_000_000));
     out.flush();
-    return ExitCodes.OK;
   }
 
   /** Refuses a destination that is the source, or inside it, or holds it. */

@@ -48,20 +48,7 @@ final class RepartitionCommand implements Callable<Integer> {
       description = "The new number of partitions (spark.sql.shuffle.partitions of later runs).")
   int partitions;
 
-  @Option(
-      names = "--skip-uncommitted",
-      description =
-          "If the last batch did not commit, skip it (its input is read again by the next run)"
-              + " instead of refusing; as Spark's enforceExactlyOnceSink=false. Duplicates in a"
-              + " sink that is not exactly-once are possible.")
-  boolean skipUncommitted;
-
-  @Option(
-      names = "--master",
-      defaultValue = "local[*]",
-      description =
-          "The Spark master of the session that rewrites the state (default: ${DEFAULT-VALUE}).")
-  String master;
+  @Mixin OfflineRewriteOptions rewrite;
 
   @Override
   public Integer call() {
@@ -72,7 +59,11 @@ final class RepartitionCommand implements Callable<Integer> {
     try {
       result =
           SparkRepartition.run(
-              checkpoint.location, checkpoint.conf, partitions, !skipUncommitted, master);
+              checkpoint.location,
+              checkpoint.conf,
+              partitions,
+              !rewrite.skipUncommitted,
+              rewrite.master);
     } catch (NoClassDefFoundError e) {
       throw new IllegalArgumentException(
           "repartition needs Spark 4.2 on the classpath (set SPARK_HOME for bin/streamstate): "

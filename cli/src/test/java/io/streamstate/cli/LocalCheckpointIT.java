@@ -560,4 +560,40 @@ class LocalCheckpointIT {
     assertThat(Cli.run("inspect", checkpoint.toString(), "--json").json().get("providerClass"))
         .isEqualTo(SparkQueries.ROCKSDB);
   }
+
+  /**
+   * convert --out: the checkpoint is copied (migrate) and the copy converted; the original is not
+   * written, and the query resumes from the copy on ours with the model's output. A target it
+   * cannot write is refused before anything is copied.
+   */
+  @Test
+  void convertOutConvertsAVerifiedCopyAndLeavesTheOriginal() throws Exception {
+    Path original = work.resolve("convert-out-original");
+    Path copy = work.resolve("convert-out-copy");
+    SparkQueries.DedupCount q =
+        new SparkQueries.DedupCount(spark, original.toUri().toString(), "t_convert_out");
+    Map<String, String> hdfs = Map.of(SparkQueries.PROVIDER_CLASS, SparkQueries.HDFS_BACKED);
+    q.start(hdfs).batch(1, 2, 3).batch(3, 4, 5, 6, 7);
+    q.stop(hdfs);
+    String before = listing(original);
+
+    Cli.Run refused =
+        Cli.run("convert", original.toString(), "--to", "hdfs", "--out", copy.toString());
+    assertThat(refused.exit()).as(refused.toString()).isEqualTo(ExitCodes.USAGE);
+    assertThat(copy).as("nothing copied for a refused target").doesNotExist();
+
+    Cli.Run run =
+        Cli.run("convert", original.toString(), "--to", "streamstate", "--out", copy.toString());
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.out())
+        .contains("migrated ")
+        .contains("rewritten for " + SparkQueries.OURS + " as batch 2");
+    assertThat(listing(original)).as("the original is not written").isEqualTo(before);
+    q.movedTo(copy.toUri().toString()).start(hdfs).batch(8, 1, 9).batch(10, 11, 12, 2);
+    q.stop(hdfs);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+    assertThat(Cli.run("inspect", copy.toString(), "--json").json().get("providerClass"))
+        .isEqualTo(SparkQueries.OURS);
+  }
 }

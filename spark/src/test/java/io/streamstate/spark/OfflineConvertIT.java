@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.streamstate.spark.OfflineRewriteCases.Case;
 import io.streamstate.spark.repartition.OfflineConvert;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -13,16 +14,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
-import org.apache.spark.api.java.function.MapFunction;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -58,10 +53,6 @@ class OfflineConvertIT {
     }
   }
 
-  /** One operator's query: its inputs and output mode. */
-  private record Case(
-      String name, int inputs, Function<List<Dataset<Row>>, Dataset<Row>> query, OutputMode mode) {}
-
   /**
    * Runs the case starting on {@code firstProvider}, converted to ours after the first run and to
    * Spark's RocksDB provider after the second; and uninterrupted on Spark's HDFS-backed provider.
@@ -74,16 +65,22 @@ class OfflineConvertIT {
     List<OfflineConvert.Result> conversions = new ArrayList<>();
     List<String> targets = List.of(OfflineConvert.STREAMSTATE, ROCKSDB);
     List<String> reference =
-        run.run(TestSessions.HDFS, work.resolve(c.name() + "-reference"), steps(c, i -> {})).rows();
+        run.run(
+                TestSessions.HDFS,
+                work.resolve(c.name() + "-reference"),
+                OfflineRewriteCases.steps(c, () -> {}, () -> {}))
+            .rows();
 
     List<String> actual =
         run.run(
                 firstProvider,
                 checkpoint,
-                steps(
+                OfflineRewriteCases.steps(
                     c,
-                    i ->
-                        conversions.add(OfflineConvert.run(spark, location, targets.get(i), true))),
+                    () ->
+                        conversions.add(OfflineConvert.run(spark, location, targets.get(0), true)),
+                    () ->
+                        conversions.add(OfflineConvert.run(spark, location, targets.get(1), true))),
                 conf)
             .rows();
 
@@ -112,60 +109,31 @@ class OfflineConvertIT {
 
   @Test
   void windowedAggregationFromHdfsBacked() throws Exception {
-    convertsAndResumes(
-        new Case("aggregation", 1, AggregationIT::windowedQuery, OutputMode.Update()),
-        TestSessions.HDFS,
-        Map.of());
+    convertsAndResumes(OfflineRewriteCases.AGGREGATION, TestSessions.HDFS, Map.of());
   }
 
   @Test
   void windowedAggregationFromRocksDbWithChangelogUnderFormatV2() throws Exception {
     convertsAndResumes(
-        new Case("aggregation-v2", 1, AggregationIT::windowedQuery, OutputMode.Update()),
+        OfflineRewriteCases.AGGREGATION.named("aggregation-v2"),
         ROCKSDB,
         Map.of(CHANGELOG, "true", FORMAT, "2"));
   }
 
   @Test
   void dropDuplicatesFromRocksDbWithChangelog() throws Exception {
-    convertsAndResumes(
-        new Case(
-            "dedup",
-            1,
-            in -> in.get(0).withWatermark("ts", "10 seconds").dropDuplicates("key", "ts"),
-            OutputMode.Append()),
-        ROCKSDB,
-        Map.of(CHANGELOG, "true"));
+    convertsAndResumes(OfflineRewriteCases.DEDUP, ROCKSDB, Map.of(CHANGELOG, "true"));
   }
 
   @Test
   void streamStreamJoinFromHdfsBacked() throws Exception {
-    convertsAndResumes(
-        new Case("join", 2, in -> StreamStreamJoinIT.joined(in, "left_outer"), OutputMode.Append()),
-        TestSessions.HDFS,
-        Map.of());
+    convertsAndResumes(OfflineRewriteCases.JOIN, TestSessions.HDFS, Map.of());
   }
 
   @Test
   void flatMapGroupsWithStateFromRocksDb() throws Exception {
     convertsAndResumes(
-        new Case(
-            "fmgws",
-            1,
-            in ->
-                in.get(0)
-                    .withWatermark("ts", "10 seconds")
-                    .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
-                    .flatMapGroupsWithState(
-                        new FlatMapGroupsWithStateIT.EventTimeSummer(),
-                        OutputMode.Update(),
-                        Encoders.LONG(),
-                        Encoders.STRING(),
-                        GroupStateTimeout.EventTimeTimeout())
-                    .toDF(),
-            OutputMode.Update()),
-        ROCKSDB,
-        Map.of(CHANGELOG, "false"));
+        OfflineRewriteCases.FLAT_MAP_GROUPS_WITH_STATE, ROCKSDB, Map.of(CHANGELOG, "false"));
   }
 
   @Test
@@ -190,34 +158,6 @@ class OfflineConvertIT {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("already runs on " + OfflineConvert.STREAMSTATE);
     assertThat(listing(hdfs)).as("nothing written").isEqualTo(before);
-  }
-
-  /** Keys over both partitions, state carried across both conversions, late rows, expiry. */
-  private static ClockedRun.Steps steps(Case c, java.util.function.IntConsumer convert) {
-    ClockedRun.Steps steps = new ClockedRun.Steps();
-    steps.data(0, ev("a", 100, 1), ev("b", 101, 2), ev("c", 102, 3), ev("d", 103, 4));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("a", 101, 10), ev("c", 103, 11), ev("e", 100, 12));
-    }
-    steps.tick().data(0, ev("e", 104, 5), ev("f", 105, 6), ev("g", 106, 7), ev("a", 107, 8));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("b", 102, 13), ev("g", 108, 14));
-    }
-    steps.tick().restart(() -> convert.accept(0));
-    steps.data(0, ev("a", 108, 9), ev("h", 109, 10), ev("b", 112, 11), ev("c", 101, 12));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("h", 110, 15), ev("a", 109, 16), ev("f", 104, 17));
-    }
-    steps.tick().restart(() -> convert.accept(1));
-    steps.data(0, ev("d", 121, 13), ev("i", 125, 14), ev("a", 110, 15));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("d", 122, 18), ev("i", 126, 19), ev("b", 113, 20));
-    }
-    steps.tick().data(0, ev("j", 140, 16));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("j", 141, 21));
-    }
-    return steps.ticks(2);
   }
 
   private static final Pattern PROVIDER =

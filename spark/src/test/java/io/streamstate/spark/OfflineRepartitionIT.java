@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.streamstate.spark.OfflineRewriteCases.Case;
 import io.streamstate.spark.repartition.OfflineRepartition;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -13,14 +14,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 import java.util.stream.Stream;
-import org.apache.spark.api.java.function.MapFunction;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Encoders;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -93,10 +88,6 @@ class OfflineRepartitionIT {
     assertThat(actual).isNotEmpty().containsExactlyElementsOf(reference);
   }
 
-  /** One operator's query: its inputs and output mode. */
-  private record Case(
-      String name, int inputs, Function<List<Dataset<Row>>, Dataset<Row>> query, OutputMode mode) {}
-
   /**
    * Runs the case on our provider with a repartition to 8 and then to 3 between runs, and without
    * repartitioning on Spark's HDFS-backed provider; the outputs must be equal, and each run after a
@@ -105,19 +96,23 @@ class OfflineRepartitionIT {
   private void repartitionsAndResumes(Case c, Map<String, String> oursConf) throws Exception {
     ClockedRun run = new ClockedRun(spark, c.inputs(), c.query(), c.mode());
     Path ours = work.resolve(c.name());
+    String location = ours.toUri().toString();
     List<Long> repartitionBatches = new ArrayList<>();
     List<String> reference =
-        run.run(TestSessions.HDFS, work.resolve(c.name() + "-reference"), steps(c, n -> {})).rows();
+        run.run(
+                TestSessions.HDFS,
+                work.resolve(c.name() + "-reference"),
+                OfflineRewriteCases.steps(c, () -> {}, () -> {}))
+            .rows();
 
     List<String> actual =
         run.run(
                 TestSessions.OURS,
                 ours,
-                steps(
+                OfflineRewriteCases.steps(
                     c,
-                    n ->
-                        repartitionBatches.add(
-                            OfflineRepartition.run(spark, ours.toUri().toString(), n, true))),
+                    () -> repartitionBatches.add(OfflineRepartition.run(spark, location, 8, true)),
+                    () -> repartitionBatches.add(OfflineRepartition.run(spark, location, 3, true))),
                 oursConf)
             .rows();
 
@@ -133,54 +128,29 @@ class OfflineRepartitionIT {
 
   @Test
   void windowedAggregation() throws Exception {
-    repartitionsAndResumes(
-        new Case("aggregation", 1, AggregationIT::windowedQuery, OutputMode.Update()), Map.of());
+    repartitionsAndResumes(OfflineRewriteCases.AGGREGATION, Map.of());
   }
 
   @Test
   void windowedAggregationUnderCheckpointFormatV2() throws Exception {
     repartitionsAndResumes(
-        new Case("aggregation-v2", 1, AggregationIT::windowedQuery, OutputMode.Update()),
+        OfflineRewriteCases.AGGREGATION.named("aggregation-v2"),
         Map.of("spark.sql.streaming.stateStore.checkpointFormatVersion", "2"));
   }
 
   @Test
   void dropDuplicates() throws Exception {
-    repartitionsAndResumes(
-        new Case(
-            "dedup",
-            1,
-            in -> in.get(0).withWatermark("ts", "10 seconds").dropDuplicates("key", "ts"),
-            OutputMode.Append()),
-        Map.of());
+    repartitionsAndResumes(OfflineRewriteCases.DEDUP, Map.of());
   }
 
   @Test
   void streamStreamJoin() throws Exception {
-    repartitionsAndResumes(
-        new Case("join", 2, in -> StreamStreamJoinIT.joined(in, "left_outer"), OutputMode.Append()),
-        Map.of());
+    repartitionsAndResumes(OfflineRewriteCases.JOIN, Map.of());
   }
 
   @Test
   void flatMapGroupsWithState() throws Exception {
-    repartitionsAndResumes(
-        new Case(
-            "fmgws",
-            1,
-            in ->
-                in.get(0)
-                    .withWatermark("ts", "10 seconds")
-                    .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
-                    .flatMapGroupsWithState(
-                        new FlatMapGroupsWithStateIT.EventTimeSummer(),
-                        OutputMode.Update(),
-                        Encoders.LONG(),
-                        Encoders.STRING(),
-                        GroupStateTimeout.EventTimeTimeout())
-                    .toDF(),
-            OutputMode.Update()),
-        Map.of());
+    repartitionsAndResumes(OfflineRewriteCases.FLAT_MAP_GROUPS_WITH_STATE, Map.of());
   }
 
   @Test
@@ -195,37 +165,6 @@ class OfflineRepartitionIT {
         .hasMessageContaining("HDFSBackedStateStoreProvider")
         .hasMessageContaining("Spark's own runner");
     assertThat(newestOffset(hdfs)).as("nothing written").isEqualTo(before);
-  }
-
-  /**
-   * Keys spread over every partition, state carried across both repartitions, late rows and
-   * expiring windows after each.
-   */
-  private static ClockedRun.Steps steps(Case c, java.util.function.IntConsumer repartition) {
-    ClockedRun.Steps steps = new ClockedRun.Steps();
-    steps.data(0, ev("a", 100, 1), ev("b", 101, 2), ev("c", 102, 3), ev("d", 103, 4));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("a", 101, 10), ev("c", 103, 11), ev("e", 100, 12));
-    }
-    steps.tick().data(0, ev("e", 104, 5), ev("f", 105, 6), ev("g", 106, 7), ev("a", 107, 8));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("b", 102, 13), ev("g", 108, 14));
-    }
-    steps.tick().restart(() -> repartition.accept(8));
-    steps.data(0, ev("a", 108, 9), ev("h", 109, 10), ev("b", 112, 11), ev("c", 101, 12));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("h", 110, 15), ev("a", 109, 16), ev("f", 104, 17));
-    }
-    steps.tick().restart(() -> repartition.accept(3));
-    steps.data(0, ev("d", 121, 13), ev("i", 125, 14), ev("a", 110, 15));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("d", 122, 18), ev("i", 126, 19), ev("b", 113, 20));
-    }
-    steps.tick().data(0, ev("j", 140, 16));
-    if (c.inputs() > 1) {
-      steps.data(1, ev("j", 141, 21));
-    }
-    return steps.ticks(2);
   }
 
   /** The shuffle partition count pinned in an offset log entry (plain file, Spark's format). */

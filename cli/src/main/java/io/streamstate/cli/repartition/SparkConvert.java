@@ -14,13 +14,17 @@ public final class SparkConvert {
   public record Result(
       long readBatch, long batch, String from, String to, int partitions, int checkpointFormat) {}
 
-  /** The provider class of a short name ({@code streamstate}, {@code hdfs}, {@code rocksdb}). */
+  /**
+   * The provider class of a short name ({@code streamstate}, {@code rocksdb}); refuses one this
+   * cannot convert to.
+   */
   public static String providerClass(String shortName) {
     String provider = OfflineConvert.PROVIDERS.get(shortName);
     if (provider == null) {
       throw new IllegalArgumentException(
           "--to must be one of streamstate, rocksdb, hdfs; was " + shortName);
     }
+    OfflineConvert.requireTarget(provider);
     return provider;
   }
 

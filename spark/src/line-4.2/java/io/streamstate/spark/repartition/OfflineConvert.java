@@ -2,7 +2,6 @@ package io.streamstate.spark.repartition;
 
 import io.streamstate.spark.StreamStateProvider;
 import java.util.Map;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetMap;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeq;
@@ -11,7 +10,6 @@ import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadata;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadataBase;
 import org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadataV2;
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryCheckpointMetadata;
-import org.apache.spark.sql.execution.streaming.state.OfflineStateRepartitionRunner;
 import org.apache.spark.sql.internal.SQLConf;
 import scala.Option;
 
@@ -74,19 +72,18 @@ public final class OfflineConvert {
     SparkSession.setActiveSession(spark);
     // Spark's runner, for its readers and writers of this checkpoint's logs; its partition
     // count is never used.
-    OfflineStateRepartitionRunner runner =
-        new OfflineStateRepartitionRunner(spark, checkpointLocation, 1, enforceExactlyOnceSink);
-    Configuration hadoopConf = OfflineRewrite.call(runner, "hadoopConf");
-    String location = OfflineRewrite.call(runner, "resolvedCpLocation");
-    StreamingQueryCheckpointMetadata checkpoint = OfflineRewrite.call(runner, "checkpointMetadata");
+    OfflineRewrite.Runner runner =
+        OfflineRewrite.Runner.open(spark, checkpointLocation, 1, enforceExactlyOnceSink);
+    String location = runner.location();
+    StreamingQueryCheckpointMetadata checkpoint = runner.checkpoint();
 
-    long lastCommitted = OfflineRewrite.call(runner, "getLastCommittedBatchId");
+    long lastCommitted = runner.step("getLastCommittedBatchId");
     OffsetSeqBase committed = entry(checkpoint, lastCommitted, location);
     String source = OfflineRewrite.pinnedProvider(checkpoint, lastCommitted);
     requireConvertible(location, lastCommitted, source, targetProvider);
     int partitions = Integer.parseInt(conf(committed, PARTITIONS_KEY, location, lastCommitted));
 
-    long lastBatch = OfflineRewrite.call(runner, "getLastBatchId");
+    long lastBatch = runner.step("getLastBatchId");
     long newBatch;
     if (lastBatch == lastCommitted) {
       newBatch = addBatch(checkpoint, committed, lastBatch + 1, targetProvider);
@@ -101,27 +98,35 @@ public final class OfflineConvert {
               + " did not commit: run the query until it commits, or skip it (its input is read"
               + " again by the next run; a sink that is not exactly-once may then hold it twice)");
     } else {
-      OfflineRewrite.call(runner, "skipUncommittedBatches", lastBatch, lastCommitted);
+      runner.step("skipUncommittedBatches", lastBatch, lastCommitted);
       newBatch = addBatch(checkpoint, committed, lastBatch + 1, targetProvider);
     }
 
-    OfflineRewrite.rewriteAndCommit(
-        spark, runner, checkpoint, location, hadoopConf, lastCommitted, newBatch, partitions);
+    OfflineRewrite.rewriteAndCommit(spark, runner, lastCommitted, newBatch, partitions);
     return new Result(lastCommitted, newBatch, source, targetProvider, partitions);
   }
 
-  private static void requireConvertible(
-      String location, long batch, String source, String target) {
-    if (!PROVIDERS.containsValue(target)) {
-      throw new IllegalArgumentException(
-          "Cannot convert to " + target + ": the targets are " + STREAMSTATE + " and " + ROCKSDB);
-    }
+  /**
+   * Refuses a provider class this cannot convert to.
+   *
+   * @throws IllegalArgumentException it is not ours or Spark's RocksDB provider
+   */
+  public static void requireTarget(String target) {
     if (HDFS.equals(target)) {
       throw new IllegalArgumentException(
           "Cannot convert to Spark's HDFS-backed provider: Spark's state rewriter opens the new"
               + " stores empty (getStore with loadEmpty), which that provider refuses; convert to"
               + " Spark's RocksDB provider (rocksdb) instead");
     }
+    if (!PROVIDERS.containsValue(target)) {
+      throw new IllegalArgumentException(
+          "Cannot convert to " + target + ": the targets are " + STREAMSTATE + " and " + ROCKSDB);
+    }
+  }
+
+  private static void requireConvertible(
+      String location, long batch, String source, String target) {
+    requireTarget(target);
     if (source == null || !PROVIDERS.containsValue(source)) {
       throw new IllegalArgumentException(
           "The checkpoint at "

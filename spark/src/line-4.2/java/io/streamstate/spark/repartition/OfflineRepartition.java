@@ -1,10 +1,8 @@
 package io.streamstate.spark.repartition;
 
 import io.streamstate.spark.StreamStateProvider;
-import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryCheckpointMetadata;
-import org.apache.spark.sql.execution.streaming.state.OfflineStateRepartitionRunner;
 
 /**
  * Spark 4.2's offline state repartitioning for a checkpoint of ours: the steps of Spark's {@code
@@ -47,20 +45,14 @@ public final class OfflineRepartition {
       throw new IllegalArgumentException("numPartitions must be positive, was " + numPartitions);
     }
     SparkSession.setActiveSession(spark);
-    OfflineStateRepartitionRunner runner =
-        new OfflineStateRepartitionRunner(
+    OfflineRewrite.Runner runner =
+        OfflineRewrite.Runner.open(
             spark, checkpointLocation, numPartitions, enforceExactlyOnceSink);
-    Configuration hadoopConf = OfflineRewrite.call(runner, "hadoopConf");
-    String location = OfflineRewrite.call(runner, "resolvedCpLocation");
-    StreamingQueryCheckpointMetadata checkpoint = OfflineRewrite.call(runner, "checkpointMetadata");
-
-    long lastCommitted = OfflineRewrite.call(runner, "getLastCommittedBatchId");
-    requireOurProvider(checkpoint, lastCommitted, location);
-    long lastBatch = OfflineRewrite.call(runner, "getLastBatchId");
-    long newBatch = OfflineRewrite.call(runner, "createNewBatchIfNeeded", lastBatch, lastCommitted);
-
-    OfflineRewrite.rewriteAndCommit(
-        spark, runner, checkpoint, location, hadoopConf, lastCommitted, newBatch, numPartitions);
+    long lastCommitted = runner.step("getLastCommittedBatchId");
+    requireOurProvider(runner.checkpoint(), lastCommitted, runner.location());
+    long lastBatch = runner.step("getLastBatchId");
+    long newBatch = runner.step("createNewBatchIfNeeded", lastBatch, lastCommitted);
+    OfflineRewrite.rewriteAndCommit(spark, runner, lastCommitted, newBatch, numPartitions);
     return newBatch;
   }
 

@@ -59,20 +59,45 @@ final class OfflineRewrite {
   private OfflineRewrite() {}
 
   /**
+   * Spark's offline repartitioning runner opened on a checkpoint, for its steps (private methods,
+   * called by name): its readers and writers of the checkpoint's logs, and what it resolved.
+   */
+  record Runner(
+      OfflineStateRepartitionRunner steps,
+      Configuration hadoopConf,
+      String location,
+      StreamingQueryCheckpointMetadata checkpoint) {
+    static Runner open(
+        SparkSession spark,
+        String checkpointLocation,
+        int numPartitions,
+        boolean enforceExactlyOnce) {
+      OfflineStateRepartitionRunner runner =
+          new OfflineStateRepartitionRunner(
+              spark, checkpointLocation, numPartitions, enforceExactlyOnce);
+      return new Runner(
+          runner,
+          call(runner, "hadoopConf"),
+          call(runner, "resolvedCpLocation"),
+          call(runner, "checkpointMetadata"));
+    }
+
+    /** Runs the runner's step {@code name}. */
+    <T> T step(String name, Object... args) {
+      return call(steps, name, args);
+    }
+  }
+
+  /**
    * Rewrites the state of batch {@code readBatch} into the stores of {@code newBatch}, whose offset
    * entry is written, in {@code numPartitions} partitions, then writes the operators' metadata and
    * the batch's commit entry (with the new stores' checkpoint ids under format v2), with the steps
    * of Spark's {@code runner}.
    */
   static void rewriteAndCommit(
-      SparkSession spark,
-      OfflineStateRepartitionRunner runner,
-      StreamingQueryCheckpointMetadata checkpoint,
-      String location,
-      Configuration hadoopConf,
-      long readBatch,
-      long newBatch,
-      int numPartitions) {
+      SparkSession spark, Runner runner, long readBatch, long newBatch, int numPartitions) {
+    Configuration hadoopConf = runner.hadoopConf();
+    String location = runner.location();
     StateRewriter rewriter =
         new StateRewriter(
             spark,
@@ -82,7 +107,7 @@ final class OfflineRewrite {
             hadoopConf,
             Option.empty(),
             Option.empty(),
-            Option.apply(checkpoint));
+            Option.apply(runner.checkpoint()));
     Option<scala.collection.immutable.Map<Object, String[][]>> checkpointIds =
         rewrite(
             (org.apache.spark.sql.classic.SparkSession) spark,
@@ -92,8 +117,8 @@ final class OfflineRewrite {
             readBatch,
             newBatch,
             numPartitions);
-    call(runner, "updateNumPartitionsInOperatorMetadata", newBatch, readBatch);
-    call(runner, "commitBatch", newBatch, readBatch, checkpointIds);
+    runner.step("updateNumPartitionsInOperatorMetadata", newBatch, readBatch);
+    runner.step("commitBatch", newBatch, readBatch, checkpointIds);
   }
 
   /** The state store provider class pinned in {@code batch}'s offset entry, or null. */
