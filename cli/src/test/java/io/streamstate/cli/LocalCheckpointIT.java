@@ -406,4 +406,129 @@ class LocalCheckpointIT {
         .contains("Spark's own runner");
     assertThat(listing(hdfsBacked.resolve("offsets"))).as("nothing written").isEqualTo(before);
   }
+
+  /** The values the four batches of {@link #run} send, batch by batch. */
+  private static final List<List<Integer>> BATCHES =
+      List.of(List.of(1, 2, 3), List.of(3, 4, 5), List.of(6, 7), List.of(1, 8, 9));
+
+  private static List<Integer> sentUpTo(long version) {
+    List<Integer> values = new java.util.ArrayList<>();
+    BATCHES.subList(0, (int) version).forEach(values::addAll);
+    return values;
+  }
+
+  /**
+   * dump on the checkpoint of every provider: both partitions of the count (operator 0) at the
+   * version a restart loads, one at an older version, and a partition of the dedup (operator 1)
+   * hold exactly the rows of the plain-Java model, sorted by key.
+   */
+  @Test
+  void dumpPrintsTheModelsRowsForEveryProvider() {
+    record Read(long operator, int partition, long version) {}
+    List<Read> reads =
+        List.of(new Read(0, 0, 4), new Read(0, 1, 4), new Read(0, 1, 2), new Read(1, 0, 4));
+    for (Path checkpoint : List.of(journaled, changelogs, formatV2, hdfsBacked, rocksdb)) {
+      for (Read read : reads) {
+        List<String> args =
+            new java.util.ArrayList<>(
+                List.of(
+                    "dump",
+                    checkpoint.toString(),
+                    "--operator",
+                    String.valueOf(read.operator()),
+                    "--partition",
+                    String.valueOf(read.partition())));
+        if (read.version() != 4) {
+          args.addAll(List.of("--version", String.valueOf(read.version())));
+        }
+        Map<Long, Long> state =
+            read.operator() == 0
+                ? DumpModel.counts(sentUpTo(read.version()))
+                : DumpModel.distinct(sentUpTo(read.version()));
+
+        Cli.Run run = Cli.run(args.toArray(new String[0]));
+
+        assertThat(run.exit()).as(run.toString()).isZero();
+        assertThat(DumpModel.printed(run.out()))
+            .as("%s %s", checkpoint, read)
+            .isNotEmpty()
+            .containsExactlyEntriesOf(
+                DumpModel.inPartition(
+                    spark, state, read.partition(), SparkQueries.SHUFFLE_PARTITIONS));
+      }
+    }
+    System.out.println(
+        "dump:\n"
+            + Cli.run("dump", journaled.toString(), "--operator", "0", "--partition", "1").out()
+            + Cli.run("dump", journaled.toString(), "--operator", "1", "--partition", "1").out());
+  }
+
+  /** --limit keeps the first rows by key; --key-prefix the rows whose first key field matches. */
+  @Test
+  void dumpLimitsAndFiltersByKeyPrefix() {
+    Map<Long, Long> distinct = DumpModel.distinct(sentUpTo(4));
+    Map<Long, Long> partition0 =
+        DumpModel.inPartition(spark, distinct, 0, SparkQueries.SHUFFLE_PARTITIONS);
+    assertThat(partition0).hasSizeGreaterThan(2);
+    String cp = changelogs.toString();
+
+    Cli.Run limited = Cli.run("dump", cp, "--operator", "1", "--partition", "0", "--limit", "2");
+    assertThat(limited.exit()).as(limited.toString()).isZero();
+    assertThat(DumpModel.printed(limited.out()).keySet())
+        .containsExactlyElementsOf(partition0.keySet().stream().limit(2).toList());
+
+    long first = partition0.keySet().iterator().next();
+    Cli.Run prefixed =
+        Cli.run(
+            "dump",
+            cp,
+            "--operator",
+            "1",
+            "--partition",
+            "0",
+            "--key-prefix",
+            String.valueOf(first));
+    assertThat(prefixed.exit()).as(prefixed.toString()).isZero();
+    assertThat(DumpModel.printed(prefixed.out()).keySet()).containsExactly(first);
+
+    Cli.Run none = Cli.run("dump", cp, "--operator", "1", "--partition", "0", "--key-prefix", "x");
+    assertThat(none.exit()).as(none.toString()).isZero();
+    assertThat(none.out()).isEmpty();
+  }
+
+  /** A wrong operator, partition, store or version: one line naming what there is, exit 2. */
+  @Test
+  void dumpRefusesWhatTheCheckpointDoesNotHold() {
+    String cp = rocksdb.toString();
+    String uri = rocksdb.toUri().toString();
+    String where = uri.endsWith("/") ? uri.substring(0, uri.length() - 1) : uri;
+    Map<List<String>, String> cases = new java.util.LinkedHashMap<>();
+    cases.put(
+        List.of("--operator", "7", "--partition", "0"),
+        where + " has no stateful operator 7; its operators: 0, 1");
+    cases.put(
+        List.of("--operator", "0", "--partition", "2"),
+        "operator 0 of " + where + " has 2 partitions (0-1): no partition 2");
+    cases.put(
+        List.of("--operator", "0", "--partition", "0", "--store", "left-keyToNumValues"),
+        "operator 0 of " + where + " has no store 'left-keyToNumValues'; its stores: default");
+    cases.put(
+        List.of("--operator", "0", "--partition", "1", "--version", "5"),
+        "Cannot dump version 5 of state/0/1 in "
+            + where
+            + ": the checkpoint keeps versions 1-4 of it");
+    cases.put(
+        List.of("--operator", "0", "--partition", "1", "--version", "0"),
+        "the checkpoint keeps versions 1-4 of it");
+    cases.forEach(
+        (options, message) -> {
+          List<String> args = new java.util.ArrayList<>(List.of("dump", cp));
+          args.addAll(options);
+          Cli.Run run = Cli.run(args.toArray(new String[0]));
+          assertThat(run.exit()).as(run.toString()).isEqualTo(ExitCodes.USAGE);
+          assertThat(run.out()).isEmpty();
+          assertThat(run.err()).startsWith("streamstate dump: ").contains(message);
+          assertThat(run.err().strip()).doesNotContain("\n");
+        });
+  }
 }
