@@ -22,6 +22,17 @@ import org.apache.spark.sql.SparkSession;
 final class DumpModel {
   private DumpModel() {}
 
+  /** The values the four batches every IT's query runs send, batch by batch. */
+  static final List<List<Integer>> BATCHES =
+      List.of(List.of(1, 2, 3), List.of(3, 4, 5), List.of(6, 7), List.of(1, 8, 9));
+
+  /** The values sent by the batches whose state version {@code version} holds. */
+  static List<Integer> sentUpTo(long version) {
+    List<Integer> values = new ArrayList<>();
+    BATCHES.subList(0, (int) version).forEach(values::addAll);
+    return values;
+  }
+
   /** Operator 0's state: key to count, for the values of the batches run so far. */
   static Map<Long, Long> counts(Collection<Integer> values) {
     Map<Long, Long> byKey = new TreeMap<>();

@@ -407,16 +407,6 @@ class LocalCheckpointIT {
     assertThat(listing(hdfsBacked.resolve("offsets"))).as("nothing written").isEqualTo(before);
   }
 
-  /** The values the four batches of {@link #run} send, batch by batch. */
-  private static final List<List<Integer>> BATCHES =
-      List.of(List.of(1, 2, 3), List.of(3, 4, 5), List.of(6, 7), List.of(1, 8, 9));
-
-  private static List<Integer> sentUpTo(long version) {
-    List<Integer> values = new java.util.ArrayList<>();
-    BATCHES.subList(0, (int) version).forEach(values::addAll);
-    return values;
-  }
-
   /**
    * dump on the checkpoint of every provider: both partitions of the count (operator 0) at the
    * version a restart loads, one at an older version, and a partition of the dedup (operator 1)
@@ -443,8 +433,8 @@ class LocalCheckpointIT {
         }
         Map<Long, Long> state =
             read.operator() == 0
-                ? DumpModel.counts(sentUpTo(read.version()))
-                : DumpModel.distinct(sentUpTo(read.version()));
+                ? DumpModel.counts(DumpModel.sentUpTo(read.version()))
+                : DumpModel.distinct(DumpModel.sentUpTo(read.version()));
 
         Cli.Run run = Cli.run(args.toArray(new String[0]));
 
@@ -460,13 +450,32 @@ class LocalCheckpointIT {
     System.out.println(
         "dump:\n"
             + Cli.run("dump", journaled.toString(), "--operator", "0", "--partition", "1").out()
-            + Cli.run("dump", journaled.toString(), "--operator", "1", "--partition", "1").out());
+            + Cli.run(
+                    "dump",
+                    journaled.toString(),
+                    "--operator",
+                    "1",
+                    "--partition",
+                    "1",
+                    "--limit",
+                    "3")
+                .out()
+            + Cli.run(
+                    "dump",
+                    journaled.toString(),
+                    "--operator",
+                    "0",
+                    "--partition",
+                    "1",
+                    "--version",
+                    "9")
+                .err());
   }
 
   /** --limit keeps the first rows by key; --key-prefix the rows whose first key field matches. */
   @Test
   void dumpLimitsAndFiltersByKeyPrefix() {
-    Map<Long, Long> distinct = DumpModel.distinct(sentUpTo(4));
+    Map<Long, Long> distinct = DumpModel.distinct(DumpModel.sentUpTo(4));
     Map<Long, Long> partition0 =
         DumpModel.inPartition(spark, distinct, 0, SparkQueries.SHUFFLE_PARTITIONS);
     assertThat(partition0).hasSizeGreaterThan(2);
