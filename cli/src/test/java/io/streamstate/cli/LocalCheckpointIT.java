@@ -574,4 +574,35 @@ class LocalCheckpointIT {
     System.out.println(
         "verify --deep:\n" + Cli.run("verify", changelogs.toString(), "--deep").out());
   }
+
+  /**
+   * dump through bin/streamstate, in a process and a Spark session of its own (local[1], no query
+   * ever run in it): Spark's HDFS-backed provider's rows are the model's, standard error is empty.
+   */
+  @Test
+  void dumpRunsThroughTheLauncherInASparkSessionOfItsOwn() throws Exception {
+    LauncherIT.Result run =
+        LauncherIT.launch(
+            work,
+            Map.of("SPARK_HOME", LauncherIT.sparkHome(work).toString()),
+            "dump",
+            hdfsBacked.toString(),
+            "--operator",
+            "1",
+            "--partition",
+            "0",
+            "--version",
+            "3");
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.err()).as(run.toString()).isEmpty();
+    assertThat(DumpModel.printed(run.out()))
+        .isNotEmpty()
+        .containsExactlyEntriesOf(
+            DumpModel.inPartition(
+                spark,
+                DumpModel.distinct(DumpModel.sentUpTo(3)),
+                0,
+                SparkQueries.SHUFFLE_PARTITIONS));
+  }
 }

@@ -79,7 +79,9 @@ public final class SparkDump {
           .forEach(
               (k, v) -> builder.config(k.startsWith("spark.hadoop.") ? k : "spark.hadoop." + k, v));
       spark = builder.getOrCreate();
-      spark.sparkContext().setLogLevel("ERROR");
+      // Spark logs a failed task's stack trace at ERROR; the command reports it in one line.
+      String level = System.getenv("STREAMSTATE_LOG_LEVEL");
+      spark.sparkContext().setLogLevel(level == null || level.isBlank() ? "OFF" : level);
     } else {
       spark = active.get();
       request
@@ -91,16 +93,19 @@ public final class SparkDump {
                       .hadoopConfiguration()
                       .set(k.startsWith("spark.hadoop.") ? k.substring(13) : k, v));
     }
+    // The state store coordinator, which Spark's providers ask on load, starts with the session's
+    // streaming query manager: a session that never ran a query has none until this call.
+    spark.streams();
     String previousCfm = spark.conf().get(CFM_CLASS, null);
     try {
       if (request.journaledLogs()) {
         spark.conf().set(CFM_CLASS, OUR_CFM);
       }
       return read(spark, request, out);
-    } catch (RuntimeException e) {
-      if (e instanceof RetryableException) {
-        throw e;
-      }
+    } catch (RetryableException e) {
+      throw e;
+    } catch (Exception e) { // Spark's exceptions are checked ones thrown unchecked from Scala
+
       throw new RetryableException(
           "Spark's state data source could not read state/"
               + request.operatorId()
@@ -174,9 +179,19 @@ public final class SparkDump {
     return n;
   }
 
+  /** The first line of {@code e}'s message, and of its root cause's when it has another. */
   private static String firstLine(Throwable e) {
+    Throwable root = e;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    String line = firstLineOf(e);
+    return root == e ? line : line + " (cause: " + firstLineOf(root) + ")";
+  }
+
+  private static String firstLineOf(Throwable e) {
     String m = e.getMessage();
-    if (m == null) {
+    if (m == null || m.isBlank()) {
       return e.getClass().getSimpleName();
     }
     m = m.strip();
