@@ -24,6 +24,7 @@ import picocli.CommandLine.Spec;
       RepartitionCommand.class,
       ConvertCommand.class,
       MigrateCommand.class,
+      DumpCommand.class,
       CommandLine.HelpCommand.class
     },
     footer = {

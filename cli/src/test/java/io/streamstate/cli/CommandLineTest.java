@@ -29,11 +29,14 @@ class CommandLineTest {
 
   @Test
   void anUnknownOptionOrAMissingCheckpointIsAUsageError() {
-    Cli.Run unknown = Cli.run("verify", "--deep", tmp.toString());
+    Cli.Run unknown = Cli.run("verify", "--shallow", tmp.toString());
     Cli.Run missing = Cli.run("inspect");
+    Cli.Run noOperator = Cli.run("dump", tmp.toString(), "--partition", "0");
 
     assertThat(unknown.exit()).isEqualTo(ExitCodes.USAGE);
-    assertThat(unknown.err()).contains("Unknown option: '--deep'");
+    assertThat(unknown.err()).contains("Unknown option: '--shallow'");
+    assertThat(noOperator.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(noOperator.err()).contains("Missing required option: '--operator=N'");
     assertThat(missing.exit()).isEqualTo(ExitCodes.USAGE);
     assertThat(missing.err()).contains("Missing required parameter: 'CHECKPOINT'");
   }

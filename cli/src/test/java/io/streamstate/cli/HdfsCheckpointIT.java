@@ -99,6 +99,30 @@ class HdfsCheckpointIT {
     assertThat(verify.exit()).as(verify.toString()).isZero();
     assertThat(verify.out()).contains("4 of 4 stores recoverable at version 4");
 
+    // dump reads the journaled logs through our manager: the model's rows, now and at version 2.
+    for (long version : new long[] {4, 2}) {
+      Cli.Run dump =
+          Cli.run(
+              CLIENT,
+              "dump",
+              checkpoint,
+              "--operator",
+              "0",
+              "--partition",
+              "1",
+              "--version",
+              String.valueOf(version));
+      assertThat(dump.exit()).as(dump.toString()).isZero();
+      assertThat(DumpModel.printed(dump.out()))
+          .isNotEmpty()
+          .containsExactlyEntriesOf(
+              DumpModel.inPartition(
+                  spark,
+                  DumpModel.counts(DumpModel.sentUpTo(version)),
+                  1,
+                  SparkQueries.SHUFFLE_PARTITIONS));
+    }
+
     Cli.Run export = Cli.run(CLIENT, "export-logs", checkpoint);
     assertThat(export.exit()).as(export.toString()).isZero();
     assertThat(export.out()).contains("offsets: wrote 4 entries from the journal (batches 0-3)");

@@ -23,17 +23,7 @@ class LauncherIT {
 
   @BeforeAll
   static void sparkHomeAndCheckpoint() throws IOException {
-    sparkHome = work.resolve("spark-home");
-    Path jars = Files.createDirectories(sparkHome.resolve("jars"));
-    String classpath =
-        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
-    for (String jar : classpath.split(java.io.File.pathSeparator)) {
-      Path source = Path.of(jar);
-      Path link = jars.resolve(source.getFileName());
-      if (!Files.exists(link)) {
-        Files.createSymbolicLink(link, source);
-      }
-    }
+    sparkHome = sparkHome(work);
     // A checkpoint of a query that planned and committed one batch of a stateless query.
     checkpoint = Files.createDirectories(work.resolve("checkpoint"));
     Files.writeString(
@@ -47,9 +37,29 @@ class LauncherIT {
     Files.writeString(checkpoint.resolve("commits/0"), "v1\n{\"nextBatchWatermarkMs\":0}");
   }
 
-  private record Result(int exit, String out, String err) {}
+  /**
+   * A Spark installation under {@code work}: {@code spark-home/jars/} linking the test classpath's
+   * Spark and Hadoop jars.
+   */
+  static Path sparkHome(Path work) throws IOException {
+    Path home = work.resolve("spark-home");
+    Path jars = Files.createDirectories(home.resolve("jars"));
+    String classpath =
+        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
+    for (String jar : classpath.split(java.io.File.pathSeparator)) {
+      Path source = Path.of(jar);
+      Path link = jars.resolve(source.getFileName());
+      if (!Files.exists(link)) {
+        Files.createSymbolicLink(link, source);
+      }
+    }
+    return home;
+  }
 
-  private static Result launch(Map<String, String> env, String... args) throws Exception {
+  record Result(int exit, String out, String err) {}
+
+  /** Runs {@code bin/streamstate} on the shaded jar in a process of its own. */
+  static Result launch(Path work, Map<String, String> env, String... args) throws Exception {
     List<String> command = new java.util.ArrayList<>();
     command.add("bash");
     command.add(System.getProperty("streamstate.launcher"));
@@ -69,6 +79,10 @@ class LauncherIT {
         p.exitValue(),
         Files.readString(out, StandardCharsets.UTF_8),
         Files.readString(err, StandardCharsets.UTF_8));
+  }
+
+  private static Result launch(Map<String, String> env, String... args) throws Exception {
+    return launch(work, env, args);
   }
 
   @Test

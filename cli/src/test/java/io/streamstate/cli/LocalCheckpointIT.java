@@ -596,4 +596,202 @@ class LocalCheckpointIT {
     assertThat(Cli.run("inspect", copy.toString(), "--json").json().get("providerClass"))
         .isEqualTo(SparkQueries.OURS);
   }
+
+  /**
+   * dump on the checkpoint of every provider: a partition of the count (operator 0) at the version
+   * a restart loads, the other at an older version, and a partition of the dedup (operator 1) hold
+   * exactly the rows of the plain-Java model, sorted by key.
+   */
+  @Test
+  void dumpPrintsTheModelsRowsForEveryProvider() {
+    record Read(long operator, int partition, long version) {}
+    List<Read> reads = List.of(new Read(0, 0, 4), new Read(0, 1, 2), new Read(1, 1, 4));
+    for (Path checkpoint : List.of(journaled, changelogs, formatV2, hdfsBacked, rocksdb)) {
+      for (Read read : reads) {
+        List<String> args =
+            new java.util.ArrayList<>(
+                List.of(
+                    "dump",
+                    checkpoint.toString(),
+                    "--operator",
+                    String.valueOf(read.operator()),
+                    "--partition",
+                    String.valueOf(read.partition())));
+        if (read.version() != 4) {
+          args.addAll(List.of("--version", String.valueOf(read.version())));
+        }
+        Map<Long, Long> state =
+            read.operator() == 0
+                ? DumpModel.counts(DumpModel.sentUpTo(read.version()))
+                : DumpModel.distinct(DumpModel.sentUpTo(read.version()));
+
+        Cli.Run run = Cli.run(args.toArray(new String[0]));
+
+        assertThat(run.exit()).as(run.toString()).isZero();
+        assertThat(DumpModel.printed(run.out()))
+            .as("%s %s", checkpoint, read)
+            .isNotEmpty()
+            .containsExactlyEntriesOf(
+                DumpModel.inPartition(
+                    spark, state, read.partition(), SparkQueries.SHUFFLE_PARTITIONS));
+      }
+    }
+    System.out.println(
+        "dump:\n"
+            + Cli.run("dump", journaled.toString(), "--operator", "0", "--partition", "1").out()
+            + Cli.run(
+                    "dump",
+                    journaled.toString(),
+                    "--operator",
+                    "1",
+                    "--partition",
+                    "1",
+                    "--limit",
+                    "3")
+                .out()
+            + Cli.run(
+                    "dump",
+                    journaled.toString(),
+                    "--operator",
+                    "0",
+                    "--partition",
+                    "1",
+                    "--version",
+                    "9")
+                .err());
+  }
+
+  /** --limit keeps the first rows by key; --key-prefix the rows whose first key field matches. */
+  @Test
+  void dumpLimitsAndFiltersByKeyPrefix() {
+    Map<Long, Long> distinct = DumpModel.distinct(DumpModel.sentUpTo(4));
+    Map<Long, Long> partition0 =
+        DumpModel.inPartition(spark, distinct, 0, SparkQueries.SHUFFLE_PARTITIONS);
+    assertThat(partition0).hasSizeGreaterThan(2);
+    String cp = changelogs.toString();
+
+    Cli.Run limited = Cli.run("dump", cp, "--operator", "1", "--partition", "0", "--limit", "2");
+    assertThat(limited.exit()).as(limited.toString()).isZero();
+    assertThat(DumpModel.printed(limited.out()).keySet())
+        .containsExactlyElementsOf(partition0.keySet().stream().limit(2).toList());
+
+    long first = partition0.keySet().iterator().next();
+    Cli.Run prefixed =
+        Cli.run(
+            "dump",
+            cp,
+            "--operator",
+            "1",
+            "--partition",
+            "0",
+            "--key-prefix",
+            String.valueOf(first));
+    assertThat(prefixed.exit()).as(prefixed.toString()).isZero();
+    assertThat(DumpModel.printed(prefixed.out()).keySet()).containsExactly(first);
+
+    Cli.Run none = Cli.run("dump", cp, "--operator", "1", "--partition", "0", "--key-prefix", "x");
+    assertThat(none.exit()).as(none.toString()).isZero();
+    assertThat(none.out()).isEmpty();
+  }
+
+  /** A wrong operator, partition, store or version: one line naming what there is, exit 2. */
+  @Test
+  void dumpRefusesWhatTheCheckpointDoesNotHold() {
+    String cp = rocksdb.toString();
+    String uri = rocksdb.toUri().toString();
+    String where = uri.endsWith("/") ? uri.substring(0, uri.length() - 1) : uri;
+    Map<List<String>, String> cases = new java.util.LinkedHashMap<>();
+    cases.put(
+        List.of("--operator", "7", "--partition", "0"),
+        where + " has no stateful operator 7; its operators: 0, 1");
+    cases.put(
+        List.of("--operator", "0", "--partition", "2"),
+        "operator 0 of " + where + " has 2 partitions (0-1): no partition 2");
+    cases.put(
+        List.of("--operator", "0", "--partition", "0", "--store", "left-keyToNumValues"),
+        "operator 0 of " + where + " has no store 'left-keyToNumValues'; its stores: default");
+    cases.put(
+        List.of("--operator", "0", "--partition", "1", "--version", "5"),
+        "Cannot dump version 5 of state/0/1 in "
+            + where
+            + ": the checkpoint keeps versions 1-4 of it");
+    cases.put(
+        List.of("--operator", "0", "--partition", "1", "--version", "0"),
+        "the checkpoint keeps versions 1-4 of it");
+    cases.forEach(
+        (options, message) -> {
+          List<String> args = new java.util.ArrayList<>(List.of("dump", cp));
+          args.addAll(options);
+          Cli.Run run = Cli.run(args.toArray(new String[0]));
+          assertThat(run.exit()).as(run.toString()).isEqualTo(ExitCodes.USAGE);
+          assertThat(run.out()).isEmpty();
+          assertThat(run.err()).startsWith("streamstate dump: ").contains(message);
+          assertThat(run.err().strip()).doesNotContain("\n");
+        });
+  }
+
+  /**
+   * verify --deep rebuilds each of our stores at the version a restart loads and finds the row
+   * counts our provider recorded; the rows rebuilt per operator are the model's (3 keys of the
+   * count, 9 distinct values); Spark's providers' stores are named as not rebuilt.
+   */
+  @Test
+  void verifyDeepRebuildsOurStoresWithTheRecordedCounts() {
+    java.util.regex.Pattern line =
+        java.util.regex.Pattern.compile(
+            "deep: state/(\\d+)/(\\d+) version 4 rebuilt: (\\d+) rows? \\(default: \\3\\), as its"
+                + " provider recorded");
+    for (Path checkpoint : List.of(journaled, changelogs, formatV2)) {
+      Cli.Run run = Cli.run("verify", checkpoint.toString(), "--deep");
+
+      assertThat(run.exit()).as(run.toString()).isZero();
+      long[] rows = new long[2];
+      int stores = 0;
+      for (String l : run.out().split("\n")) {
+        java.util.regex.Matcher m = line.matcher(l);
+        if (m.matches()) {
+          rows[Integer.parseInt(m.group(1))] += Long.parseLong(m.group(3));
+          stores++;
+        }
+      }
+      assertThat(stores).as(run.toString()).isEqualTo(4);
+      assertThat(rows).as(run.toString()).containsExactly(3, 9);
+    }
+    Cli.Run hdfs = Cli.run("verify", hdfsBacked.toString(), "--deep");
+    assertThat(hdfs.exit()).as(hdfs.toString()).isZero();
+    assertThat(hdfs.out()).contains("deep: state/0/0 (hdfs): not rebuilt");
+    System.out.println(
+        "verify --deep:\n" + Cli.run("verify", changelogs.toString(), "--deep").out());
+  }
+
+  /**
+   * dump through bin/streamstate, in a process and a Spark session of its own (local[1], no query
+   * ever run in it): Spark's HDFS-backed provider's rows are the model's, standard error is empty.
+   */
+  @Test
+  void dumpRunsThroughTheLauncherInASparkSessionOfItsOwn() throws Exception {
+    LauncherIT.Result run =
+        LauncherIT.launch(
+            work,
+            Map.of("SPARK_HOME", LauncherIT.sparkHome(work).toString()),
+            "dump",
+            hdfsBacked.toString(),
+            "--operator",
+            "1",
+            "--partition",
+            "0",
+            "--version",
+            "3");
+
+    assertThat(run.exit()).as(run.toString()).isZero();
+    assertThat(run.err()).as(run.toString()).isEmpty();
+    assertThat(DumpModel.printed(run.out()))
+        .isNotEmpty()
+        .containsExactlyEntriesOf(
+            DumpModel.inPartition(
+                spark,
+                DumpModel.distinct(DumpModel.sentUpTo(3)),
+                0,
+                SparkQueries.SHUFFLE_PARTITIONS));
+  }
 }

@@ -62,6 +62,22 @@ class S3aCheckpointIT {
     return s3.sharedClientSettings();
   }
 
+  /** dump on S3A (segment files, no journal): the dedup's rows of partition 0 are the model's. */
+  @Test
+  void dumpOnS3() {
+    Cli.Run dump = Cli.run(client(), "dump", checkpoint, "--operator", "1", "--partition", "0");
+
+    assertThat(dump.exit()).as(dump.toString()).isZero();
+    assertThat(DumpModel.printed(dump.out()))
+        .isNotEmpty()
+        .containsExactlyEntriesOf(
+            DumpModel.inPartition(
+                spark,
+                DumpModel.distinct(DumpModel.sentUpTo(4)),
+                0,
+                SparkQueries.SHUFFLE_PARTITIONS));
+  }
+
   @Test
   void inspectAndVerifyOnS3() {
     Cli.Run inspect = Cli.run(client(), "inspect", checkpoint, "--json");

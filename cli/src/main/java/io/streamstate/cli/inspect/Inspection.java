@@ -275,6 +275,14 @@ public final class Inspection {
             location, f.length(), decoded.version(), decoded.keySchema(), decoded.valueSchema());
   }
 
+  /**
+   * One store as {@link #of} reports it: its versions and whether a restart loads it, by the same
+   * rules (for {@code dump}, which reads one store).
+   */
+  public static Store storeOf(Checkpoint cp, StoreInventory.Store s, RecoveryPoint recovery) {
+    return store(cp, s, recovery, cp.segments());
+  }
+
   private static Store store(
       Checkpoint cp, StoreInventory.Store s, RecoveryPoint recovery, Segments segments) {
     String location = FramedFile.location(cp.stateStorage(), s.key().prefix());
