@@ -22,6 +22,7 @@ import picocli.CommandLine.Spec;
       VerifyCommand.class,
       ExportLogsCommand.class,
       RepartitionCommand.class,
+      RepairCommand.class,
       CommandLine.HelpCommand.class
     },
     footer = {
