@@ -17,15 +17,16 @@ public final class RepairText {
               : "nothing repair can do, and nothing damaged it could name\n");
       return out.toString();
     }
+    if (plan.fixes().stream().anyMatch(f -> f.action() == RepairPlan.Action.BACKUP_THEN_DELETE)) {
+      out.append("backup     ")
+          .append(backupDir)
+          .append("/ (each file moved there keeps its path in the checkpoint)\n");
+    }
     for (RepairPlan.Fix f : plan.fixes()) {
       out.append('\n').append(apply ? "FIX      " : "WOULD FIX ").append(f.finding().file());
       out.append('\n');
       out.append("         wrong:  ").append(f.finding().problem()).append('\n');
-      out.append("         fix:    ").append(f.fix());
-      if (f.action() == RepairPlan.Action.BACKUP_THEN_DELETE) {
-        out.append(" (backup under ").append(backupDir).append("/)");
-      }
-      out.append('\n');
+      out.append("         fix:    ").append(f.fix()).append('\n');
       out.append("         safe:   ").append(f.why()).append('\n');
     }
     for (RepairPlan.Left l : plan.left()) {
