@@ -79,6 +79,9 @@ public final class LiveQueryCheck {
     }
     FileSystem fs = h.fileSystem();
     if (fs instanceof LocalFileSystem || fs instanceof RawLocalFileSystem) {
+      if (!h.canFence()) {
+        return; // single-writer mode: no lock to try; the logs' age decides
+      }
       try {
         h.fence(journal); // a lock tried and released: a live writer is reported, none stopped
       } catch (ConflictException e) {
