@@ -325,7 +325,14 @@ class LocalCheckpointIT {
     // While a query with the journal runs, the journal is held: refused, nothing written.
     exportQuery.start(OURS_JOURNALED).batch(10, 11);
     Cli.Run live = Cli.run("export-logs", toExport.toString());
+    // repair refuses it too, by the journal's lock alone (the logs' age not checked).
+    Cli.Run liveRepair = Cli.run("repair", toExport.toString(), "--min-idle=0", "--apply");
     exportQuery.stop(OURS_JOURNALED);
+    assertThat(liveRepair.exit()).as(liveRepair.toString()).isEqualTo(1);
+    assertThat(liveRepair.err().strip())
+        .startsWith("streamstate repair: refused: the log journal " + toExport.toUri())
+        .contains("is held by a live writer");
+    assertThat(liveRepair.out()).isEmpty();
     // The driver goes away: its journals are closed (and their locks dropped), as at its exit.
     LogJournals.of(ProcessResources.shared()).close();
     assertThat(live.exit()).as(live.toString()).isEqualTo(1);

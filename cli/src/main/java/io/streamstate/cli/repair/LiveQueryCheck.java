@@ -20,11 +20,11 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
  * Whether a live query may hold the checkpoint, which {@code repair} then refuses to touch:
  *
  * <ol>
- *   <li>the log journal's fence: the newest journal of each log must have no live writer. On local
- *       disk a writer holds the journal's lock (tried and released at once, as the take-over's
- *       fence does, docs/protocol.md w2); on HDFS a journal still open for appends (not closed at
- *       the NameNode) is a running driver's, or a dead one's whose lease has not expired. Fencing
- *       there would be lease recovery, which stops a live writer: repair never does it.
+ *   <li>the log journal's fence: no journal of either log may have a live writer. On local disk a
+ *       writer holds the journal's lock (tried and released at once, as the take-over's fence does,
+ *       docs/protocol.md w2); on HDFS a journal still open for appends (not closed at the NameNode)
+ *       is a running driver's, or a dead one's whose lease has not expired. Fencing there would be
+ *       lease recovery, which stops a live writer: repair never does it.
  *   <li>the logs' age: the newest file of {@code offsets/} and {@code commits/} (an entry, a
  *       journal, a hedge copy) must be older than {@code --min-idle}; a query that runs writes both
  *       logs every batch.
@@ -41,9 +41,10 @@ public final class LiveQueryCheck {
    */
   public static void check(Checkpoint cp, long minIdleMillis, long nowMillis) {
     for (SparkLog log : List.of(cp.offsets(), cp.commits())) {
-      List<LogJournalReader.JournalRead> journals = log.journals();
-      if (!journals.isEmpty()) {
-        checkJournal(log, journals.get(journals.size() - 1).name());
+      // Every journal, as a take-over fences every older one (w2): the live writer's need not be
+      // the newest (a refused take-over leaves a newer, empty one).
+      for (LogJournalReader.JournalRead j : log.journals()) {
+        checkJournal(log, j.name());
       }
     }
     if (minIdleMillis <= 0) {
