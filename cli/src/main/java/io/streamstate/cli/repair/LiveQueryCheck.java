@@ -6,7 +6,9 @@ import io.streamstate.cli.report.Sizes;
 import io.streamstate.core.error.ConflictException;
 import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.storage.FileInfo;
+import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsAppend;
 import io.streamstate.hadoop.HadoopStorage;
 import io.streamstate.spark.shared.checkpoint.LogJournalReader;
 import java.lang.reflect.Method;
@@ -75,24 +77,19 @@ public final class LiveQueryCheck {
   private static void checkJournal(SparkLog log, String journal) {
     Storage storage = log.storage();
     String location = FramedFile.location(storage, journal);
+    if (storage instanceof LocalStorage local) {
+      fenceLocally(local, journal, location);
+      return;
+    }
     if (!(storage instanceof HadoopStorage h)) {
       return;
     }
     FileSystem fs = h.fileSystem();
     if (fs instanceof LocalFileSystem || fs instanceof RawLocalFileSystem) {
-      if (!h.canFence()) {
-        return; // single-writer mode: no lock to try; the logs' age decides
+      if (h.canFence()) {
+        fenceLocally(h, journal, location);
       }
-      try {
-        h.fence(journal); // a lock tried and released: a live writer is reported, none stopped
-      } catch (ConflictException e) {
-        throw new ConflictException(
-            "refused: the log journal "
-                + location
-                + " is held by a live writer (a running query): stop it first",
-            e);
-      }
-      return;
+      return; // else single-writer mode: no lock to try; the logs' age decides
     }
     Boolean closed = isFileClosed(fs, new Path(h.root(), journal));
     if (Boolean.FALSE.equals(closed)) {
@@ -101,6 +98,19 @@ public final class LiveQueryCheck {
               + location
               + " is still open for appends (a running query holds it, or one that died less"
               + " than the lease period ago): stop the query first, or let its lease expire");
+    }
+  }
+
+  /** On local disk a fence tries the writer's lock and releases it: a live writer is reported. */
+  private static void fenceLocally(SupportsAppend storage, String journal, String location) {
+    try {
+      storage.fence(journal);
+    } catch (ConflictException e) {
+      throw new ConflictException(
+          "refused: the log journal "
+              + location
+              + " is held by a live writer (a running query): stop it first",
+          e);
     }
   }
 
