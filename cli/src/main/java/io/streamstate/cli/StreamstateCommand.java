@@ -25,6 +25,7 @@ import picocli.CommandLine.Spec;
       ConvertCommand.class,
       MigrateCommand.class,
       DumpCommand.class,
+      RepairCommand.class,
       CommandLine.HelpCommand.class
     },
     footer = {

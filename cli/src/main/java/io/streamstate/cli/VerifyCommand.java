@@ -1,9 +1,9 @@
 package io.streamstate.cli;
 
 import io.streamstate.cli.checkpoint.Checkpoint;
-import io.streamstate.cli.migrate.MigrationMarker;
 import io.streamstate.cli.checkpoint.RecoveryPoint;
 import io.streamstate.cli.deep.StoreRebuild;
+import io.streamstate.cli.migrate.MigrationMarker;
 import io.streamstate.cli.report.Progress;
 import io.streamstate.cli.verify.Verification;
 import io.streamstate.cli.verify.VerificationText;

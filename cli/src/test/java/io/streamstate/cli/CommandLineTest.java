@@ -54,6 +54,28 @@ class CommandLineTest {
   }
 
   @Test
+  void repairTakesDurationsAndNamesBadOnesAndMissingCheckpoints() {
+    assertThat(RepairCommand.parseDuration("500ms")).isEqualTo(500);
+    assertThat(RepairCommand.parseDuration("30s")).isEqualTo(30_000);
+    assertThat(RepairCommand.parseDuration("10m")).isEqualTo(600_000);
+    assertThat(RepairCommand.parseDuration("2h")).isEqualTo(7_200_000);
+    assertThat(RepairCommand.parseDuration("0")).isZero();
+    Path nowhere = tmp.resolve("nowhere");
+
+    Cli.Run bad = Cli.run("repair", tmp.toString(), "--min-idle", "10 minutes");
+    Cli.Run missing = Cli.run("repair", nowhere.toString(), "--apply");
+
+    assertThat(bad.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(bad.err().strip())
+        .isEqualTo(
+            "streamstate repair: --min-idle '10 minutes' is not a duration (for example 500ms,"
+                + " 30s, 10m, 2h)");
+    assertThat(missing.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(missing.err().strip())
+        .isEqualTo("streamstate repair: " + nowhere.toUri() + " does not exist");
+  }
+
+  @Test
   void aDirectoryThatIsNotACheckpointIsNamed() throws IOException {
     Files.writeString(tmp.resolve("part-0000.parquet"), "not a checkpoint");
 

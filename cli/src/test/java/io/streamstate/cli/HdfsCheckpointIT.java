@@ -290,4 +290,55 @@ class HdfsCheckpointIT {
     assertThat(Cli.run(CLIENT, "inspect", location, "--json").json().get("providerClass"))
         .isEqualTo(SparkQueries.OURS);
   }
+
+  /**
+   * repair on HDFS, on a copy of the journaled checkpoint (its journals closed: no live writer): a
+   * torn changelog of a batch that never committed and a hedge copy of no entry; the dry run
+   * changes nothing, --apply moves both into the backup and verify is clean after.
+   */
+  @Test
+  void repairOnHdfs() throws Exception {
+    org.apache.hadoop.fs.FileSystem fs = dfs.fileSystem();
+    org.apache.hadoop.fs.Path copy = dfs.path("/checkpoints/repair");
+    org.apache.hadoop.fs.FileUtil.copy(
+        fs, dfs.path("/checkpoints/q"), fs, copy, false, fs.getConf());
+    org.apache.hadoop.fs.Path torn =
+        new org.apache.hadoop.fs.Path(
+            copy, "state/1/1/changelog/00000000000000000005-0123456789abcdef.changelog");
+    try (java.io.OutputStream out = fs.create(torn, false)) {
+      out.write(new byte[] {'S', 'S', 'T', 'F', 2, 1});
+    }
+    long tenMinutesAgo = System.currentTimeMillis() - 600_000;
+    fs.setTimes(torn, tenMinutesAgo, -1);
+    org.apache.hadoop.fs.Path copyOfNone = new org.apache.hadoop.fs.Path(copy, "offsets/.9.hedge");
+    try (java.io.OutputStream out = fs.create(copyOfNone, false)) {
+      out.write(io.streamstate.core.format.HedgeCopyFile.encode("v1\n{}".getBytes()));
+    }
+
+    Cli.Run dry = Cli.run(CLIENT, "repair", copy.toString(), "--min-idle=0");
+    assertThat(dry.exit()).as(dry.toString()).isZero();
+    assertThat(dry.out())
+        .contains("WOULD FIX " + torn)
+        .contains("WOULD FIX " + copyOfNone)
+        .contains("2 fixes planned");
+    assertThat(fs.exists(torn)).isTrue();
+    assertThat(fs.exists(copyOfNone)).isTrue();
+    assertThat(fs.exists(new org.apache.hadoop.fs.Path(copy, "_streamstate_backup"))).isFalse();
+
+    Cli.Run applied = Cli.run(CLIENT, "repair", copy.toString(), "--min-idle=0", "--apply");
+    assertThat(applied.exit()).as(applied.toString()).isZero();
+    assertThat(applied.out()).contains("moved    " + torn + " to ").contains("clean: checked");
+    assertThat(fs.exists(torn)).isFalse();
+    assertThat(fs.exists(copyOfNone)).isFalse();
+    org.apache.hadoop.fs.FileStatus[] runs =
+        fs.listStatus(new org.apache.hadoop.fs.Path(copy, "_streamstate_backup"));
+    assertThat(runs).hasSize(1);
+    assertThat(
+            fs.getFileStatus(
+                    new org.apache.hadoop.fs.Path(
+                        runs[0].getPath(), "state/1/1/changelog/" + torn.getName()))
+                .getLen())
+        .isEqualTo(6);
+    System.out.println("repair --apply on HDFS:\n" + applied.out());
+  }
 }

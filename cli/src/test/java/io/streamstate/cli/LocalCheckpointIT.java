@@ -7,12 +7,16 @@ import static org.awaitility.Awaitility.await;
 
 import io.streamstate.cli.migrate.MigrationMarker;
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.HedgeCopyFile;
 import io.streamstate.spark.StreamStateConf;
 import io.streamstate.spark.shared.checkpoint.LogJournals;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
@@ -323,7 +327,14 @@ class LocalCheckpointIT {
     exportQuery.start(OURS_JOURNALED).batch(10, 11);
     Cli.Run live = Cli.run("export-logs", toExport.toString());
     Cli.Run liveMigrate = Cli.run("migrate", toExport.toString(), work.resolve("live").toString());
+    // repair refuses it too, by the journal's lock alone (the logs' age not checked).
+    Cli.Run liveRepair = Cli.run("repair", toExport.toString(), "--min-idle=0", "--apply");
     exportQuery.stop(OURS_JOURNALED);
+    assertThat(liveRepair.exit()).as(liveRepair.toString()).isEqualTo(1);
+    assertThat(liveRepair.err().strip())
+        .startsWith("streamstate repair: refused: the log journal " + toExport.toUri())
+        .contains("is held by a live writer");
+    assertThat(liveRepair.out()).isEmpty();
     // The driver goes away: its journals are closed (and their locks dropped), as at its exit.
     LogJournals.of(ProcessResources.shared()).close();
     assertThat(live.exit()).as(live.toString()).isEqualTo(1);
@@ -793,5 +804,136 @@ class LocalCheckpointIT {
                 DumpModel.distinct(DumpModel.sentUpTo(3)),
                 0,
                 SparkQueries.SHUFFLE_PARTITIONS));
+  }
+
+  /** Every file under {@code dir} with its bytes (a hash), to tell that nothing changed. */
+  private static String contents(Path dir) throws IOException {
+    StringBuilder sb = new StringBuilder();
+    try (Stream<Path> files = Files.walk(dir)) {
+      for (Path p : files.filter(Files::isRegularFile).sorted().toList()) {
+        sb.append(dir.relativize(p))
+            .append(' ')
+            .append(Arrays.hashCode(Files.readAllBytes(p)))
+            .append('\n');
+      }
+    }
+    return sb.toString();
+  }
+
+  /**
+   * A query stopped by a crash in batch 3 (its offset entry torn, a changelog of the version it was
+   * writing torn), plus hedge copies nobody needs: the dry run lists every fix and changes nothing;
+   * --apply moves the torn files into the backup, deletes the copies, verifies clean, and the query
+   * resumes with Spark's own manager to the model's output.
+   */
+  @Test
+  void repairMovesATornLastOffsetEntryAwayAndTheQueryResumesWithSparksManager() throws Exception {
+    Map<String, String> confs =
+        Map.of(
+            SparkQueries.PROVIDER_CLASS,
+            SparkQueries.OURS,
+            StreamStateConf.GROUP_COMMIT_ENABLED,
+            "false");
+    Path cp = work.resolve("repair");
+    SparkQueries.DedupCount q =
+        new SparkQueries.DedupCount(spark, cp.toUri().toString(), "t_repair");
+    q.start(confs).batch(1, 2, 3).batch(3, 4, 5).batch(6, 7);
+    q.stop(confs);
+    awaitQuiet(cp);
+    // The crash: offsets/3 half written, a changelog of version 4 (batch 3's) torn.
+    byte[] two = Files.readAllBytes(cp.resolve("offsets/2"));
+    Path torn = cp.resolve("offsets/3");
+    Files.write(torn, Arrays.copyOf(two, two.length / 2));
+    Path tornChangelog =
+        cp.resolve("state/1/0/changelog/00000000000000000004-0123456789abcdef.changelog");
+    Files.write(tornChangelog, new byte[] {'S', 'S', 'T', 'F', 2, 1});
+    // A hedge copy with its entry's bytes, and a torn one.
+    Path sameCopy = cp.resolve("offsets/" + HedgeCopyFile.nameOf("2"));
+    Files.write(sameCopy, HedgeCopyFile.encode(two));
+    byte[] commit1 = HedgeCopyFile.encode(Files.readAllBytes(cp.resolve("commits/1")));
+    Path tornCopy = cp.resolve("commits/" + HedgeCopyFile.nameOf("1"));
+    Files.write(tornCopy, Arrays.copyOf(commit1, commit1.length - 5));
+
+    // Just written: the changelog is within the grace period, and the logs are not idle.
+    Cli.Run live = Cli.run("repair", cp.toString());
+    assertThat(live.exit()).as(live.toString()).isEqualTo(1);
+    assertThat(live.err()).contains("refused").contains("less than --min-idle 10 min");
+    Cli.Run young = Cli.run("repair", cp.toString(), "--min-idle=0");
+    assertThat(young.exit()).as(young.toString()).isEqualTo(1);
+    assertThat(young.out())
+        .contains("CANNOT   " + tornChangelog.toUri())
+        .contains("within the torn-file grace period");
+
+    Files.setLastModifiedTime(
+        tornChangelog, FileTime.from(Instant.now().minus(Duration.ofMinutes(10))));
+    String before = contents(cp);
+    Cli.Run dry = Cli.run("repair", cp.toString(), "--min-idle=0");
+    assertThat(dry.exit()).as(dry.toString()).isZero();
+    assertThat(dry.out())
+        .contains("WOULD FIX " + torn.toUri())
+        .contains("WOULD FIX " + tornChangelog.toUri())
+        .contains("WOULD FIX " + sameCopy.toUri())
+        .contains("WOULD FIX " + tornCopy.toUri())
+        .contains("no backup: the entry holds the same bytes")
+        .contains("4 fixes planned, 0 damaged files repair cannot fix; run with --apply");
+    assertThat(contents(cp)).as("a dry run changes nothing").isEqualTo(before);
+    System.out.println("repair (dry run):\n" + dry.out());
+
+    Cli.Run applied = Cli.run("repair", cp.toString(), "--min-idle=0", "--apply");
+    assertThat(applied.exit()).as(applied.toString()).isZero();
+    assertThat(applied.out())
+        .contains("moved    " + torn.toUri() + " to ")
+        .contains("deleted  " + sameCopy.toUri())
+        .contains("verify after the repair:")
+        .contains("clean: checked");
+    System.out.println("repair --apply:\n" + applied.out());
+    assertThat(torn).doesNotExist();
+    assertThat(tornChangelog).doesNotExist();
+    assertThat(sameCopy).doesNotExist();
+    assertThat(tornCopy).doesNotExist();
+    Path backup;
+    try (Stream<Path> runs = Files.list(cp.resolve("_streamstate_backup"))) {
+      backup = runs.findFirst().orElseThrow();
+    }
+    assertThat(backup.resolve("offsets/3")).hasBinaryContent(Arrays.copyOf(two, two.length / 2));
+    assertThat(backup.resolve("state/1/0/changelog/" + tornChangelog.getFileName()))
+        .hasBinaryContent(new byte[] {'S', 'S', 'T', 'F', 2, 1});
+    assertThat(backup.resolve("commits/" + tornCopy.getFileName())).isRegularFile();
+    assertThat(backup.resolve("offsets/" + sameCopy.getFileName())).doesNotExist();
+    assertThat(Cli.run("repair", cp.toString(), "--min-idle=0").out())
+        .contains("nothing to repair");
+
+    // Spark's own manager (the session's) plans batch 3 again and goes on.
+    q.start(confs).batch(8, 1, 9).batch(10);
+    q.stop(confs);
+    assertThat(q.rows()).containsExactlyElementsOf(q.expectedRows());
+  }
+
+  /** What repair cannot fix is named, with why; nothing is touched, exit 1. */
+  @Test
+  void repairNamesWhatItCannotFix() throws IOException {
+    Path copy = Damage.copy(changelogs, work.resolve("repair-cannot"));
+    Path target;
+    try (Stream<Path> files = Files.list(copy.resolve("state/0/1/changelog"))) {
+      target =
+          files
+              .filter(p -> p.getFileName().toString().startsWith("00000000000000000003-"))
+              .findFirst()
+              .orElseThrow();
+    }
+    Damage.flipByte(target);
+    String before = contents(copy);
+
+    Cli.Run run = Cli.run("repair", copy.toString(), "--min-idle=0", "--apply");
+
+    assertThat(run.exit()).as(run.toString()).isEqualTo(1);
+    assertThat(run.out())
+        .contains("CANNOT   " + target.toUri())
+        .contains("repair has no fix for it: needed by the lineage of version 4")
+        .contains("0 fixes, 1 damaged file repair cannot fix");
+    assertThat(contents(copy)).isEqualTo(before);
+    Cli.Run bad = Cli.run("repair", copy.toString(), "--min-idle=soon");
+    assertThat(bad.exit()).isEqualTo(ExitCodes.USAGE);
+    assertThat(bad.err().strip()).startsWith("streamstate repair: --min-idle 'soon'");
   }
 }

@@ -113,6 +113,11 @@ public final class S3ProxyFixture implements AutoCloseable {
   public void close() throws Exception {
     try {
       fs.close();
+      // Clients in Hadoop's shared cache (Spark's, the command's: sharedClientSettings) point at
+      // this server's port: dropped, so that a later server in this JVM is not looked for here.
+      Configuration shared = new Configuration(conf);
+      shared.setBoolean("fs.s3a.impl.disable.cache", false);
+      FileSystem.get(bucketUri(), shared).close();
     } finally {
       server.stop();
     }

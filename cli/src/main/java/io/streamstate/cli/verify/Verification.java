@@ -156,11 +156,19 @@ public final class Verification {
   }
 
   private void damaged(String file, String problem, String recovery) {
-    findings.add(new Finding(Finding.Severity.DAMAGED, file, problem, recovery));
+    damaged(file, problem, recovery, null);
+  }
+
+  private void damaged(String file, String problem, String recovery, Finding.Target target) {
+    findings.add(new Finding(Finding.Severity.DAMAGED, file, problem, recovery, target));
   }
 
   private void note(String file, String problem, String recovery) {
-    findings.add(new Finding(Finding.Severity.NOTE, file, problem, recovery));
+    note(file, problem, recovery, null);
+  }
+
+  private void note(String file, String problem, String recovery, Finding.Target target) {
+    findings.add(new Finding(Finding.Severity.NOTE, file, problem, recovery, target));
   }
 
   // ---- metadata and logs ----
@@ -191,8 +199,13 @@ public final class Verification {
       String where =
           e.location()
               + (e.source() == SparkLog.Source.JOURNAL ? " (batch " + e.batchId() + ")" : "");
+      boolean newest = e.batchId() == log.last();
+      // Only a plain file N is repair's to move away: a journal's torn record ends the journal.
+      Finding.Target lastFile =
+          newest && e.source() == SparkLog.Source.FILE && e.hasFile()
+              ? new Finding.Target(Finding.Kind.LAST_LOG_ENTRY, log.name() + "/" + e.batchId(), 0)
+              : null;
       if (!e.whole()) {
-        boolean newest = e.batchId() == log.last();
         damaged(
             where,
             "batch " + e.batchId() + " is " + e.problem(),
@@ -202,20 +215,29 @@ public final class Verification {
                     + log.location()
                     + " so that Spark runs the batch again"
                 : "a restart reads the newest entries only, but Spark's purge and the state data"
-                    + " source read this one and fail");
+                    + " source read this one and fail",
+            lastFile);
         continue;
       }
       if (offsets) {
         try {
           LogEntries.parseOffset(e.text());
         } catch (Json.JsonException bad) {
-          damaged(where, "not an offset log entry: " + bad.getMessage(), "Spark fails reading it");
+          damaged(
+              where,
+              "not an offset log entry: " + bad.getMessage(),
+              "Spark fails reading it",
+              lastFile);
         }
       } else {
         try {
           LogEntries.parseCommit(e.text());
         } catch (Json.JsonException bad) {
-          damaged(where, "not a commit log entry: " + bad.getMessage(), "Spark fails reading it");
+          damaged(
+              where,
+              "not a commit log entry: " + bad.getMessage(),
+              "Spark fails reading it",
+              lastFile);
         }
       }
       if (e.source() == SparkLog.Source.HEDGE_COPY) {
@@ -236,20 +258,76 @@ public final class Verification {
       }
     }
     for (FileInfo h : log.hedgeCopies()) {
-      String location = FramedFile.location(log.storage(), h.name());
-      try {
-        HedgeCopyFile.decode(Storages.readAll(log.storage(), h.name()), location);
-      } catch (CorruptFileException torn) {
-        note(
-            location,
-            withoutLocation(torn.getMessage(), location),
-            "a torn hedge copy (its writer died): readers ignore it and read the entry itself");
-      } catch (MissingFileException gone) {
-        // deleted since the listing
-      }
+      checkHedgeCopy(log, h);
     }
     for (SparkLog.Stray s : log.strays()) {
       note(s.location(), s.what(), "our manager ignores it; export-logs deletes it");
+    }
+  }
+
+  /**
+   * A hedge copy {@code .N.hedge} of the log: one that stands in for a torn {@code N} is noted with
+   * its entry; any other is read by no one, or holds what {@code N} holds (sl5).
+   */
+  private void checkHedgeCopy(SparkLog log, FileInfo h) {
+    String location = FramedFile.location(log.storage(), h.name());
+    String path = log.name() + "/" + h.name();
+    String copied = h.name().substring(1, h.name().length() - HedgeCopyFile.NAME_SUFFIX.length());
+    SparkLog.Entry entry =
+        copied.chars().allMatch(Character::isDigit) && !copied.isEmpty()
+            ? log.entries().get(Long.parseLong(copied))
+            : null;
+    byte[] payload;
+    try {
+      payload = HedgeCopyFile.decode(Storages.readAll(log.storage(), h.name()), location);
+    } catch (CorruptFileException torn) {
+      note(
+          location,
+          withoutLocation(torn.getMessage(), location),
+          "a torn hedge copy (its writer died): readers ignore it and read the entry itself",
+          new Finding.Target(Finding.Kind.HEDGE_COPY_UNREAD, path, h.lastModifiedMillis()));
+      return;
+    } catch (MissingFileException gone) {
+      return; // deleted since the listing
+    }
+    if (entry == null) {
+      note(
+          location,
+          "the hedge copy of no live entry (batch " + copied + " is not in the log)",
+          "readers take a copy only for an entry that exists: never read",
+          new Finding.Target(Finding.Kind.HEDGE_COPY_UNREAD, path, h.lastModifiedMillis()));
+    } else if (entry.source() == SparkLog.Source.FILE
+        && entry.whole()
+        && payload.length == entry.bytes().length
+        && !java.util.Arrays.equals(payload, entry.bytes())) {
+      // As long as N: the manager reads the copy (sl5), Spark's own manager reads N.
+      note(
+          location,
+          "a hedge copy of the whole entry " + copied + " with other bytes of the same length",
+          "our manager reads the copy, Spark's own manager the entry: compare them by hand");
+    } else if (entry.source() == SparkLog.Source.FILE && entry.whole()) {
+      boolean same = java.util.Arrays.equals(payload, entry.bytes());
+      note(
+          location,
+          same
+              ? "a hedge copy of the whole entry "
+                  + copied
+                  + ", the same bytes (a hedge whose"
+                  + " clean-up did not run)"
+              : "a hedge copy of "
+                  + payload.length
+                  + " bytes of the whole entry "
+                  + copied
+                  + " ("
+                  + entry.bytes().length
+                  + " bytes)",
+          same
+              ? "our manager reads the copy in place of the entry: the same bytes, harmless"
+              : "readers read the entry, which is longer: the copy is never read",
+          new Finding.Target(
+              same ? Finding.Kind.HEDGE_COPY_SAME_AS_ENTRY : Finding.Kind.HEDGE_COPY_UNREAD,
+              path,
+              h.lastModifiedMillis()));
     }
   }
 
@@ -462,10 +540,17 @@ public final class Verification {
       String location = FramedFile.location(storage, d.getKey());
       FileInfo f = byName.get(d.getKey());
       String age = f == null ? "" : " (modified " + age(f.lastModifiedMillis()) + " ago)";
+      Consequence c = consequence(d.getKey(), location, lineage, version, referencedBy);
       damaged(
           location,
           d.getValue() + age,
-          consequence(d.getKey(), location, lineage, version, referencedBy));
+          c.text(),
+          c.unreadChangelog()
+              ? new Finding.Target(
+                  Finding.Kind.UNREAD_CHANGELOG,
+                  "state/" + d.getKey(),
+                  f == null ? 0 : f.lastModifiedMillis())
+              : null);
     }
     verdicts.add(
         new StoreVerdict(
@@ -492,8 +577,23 @@ public final class Verification {
     return "loads " + base + " + " + commits + (commits == 1 ? " commit" : " commits");
   }
 
+  /**
+   * What a restart does about a damaged store file.
+   *
+   * @param unreadChangelog it is a changelog no restart reads
+   */
+  private record Consequence(String text, boolean unreadChangelog) {
+    static Consequence of(String text) {
+      return new Consequence(text, false);
+    }
+
+    static Consequence unread(String text) {
+      return new Consequence(text, true);
+    }
+  }
+
   /** What a restart does about the damaged store file {@code name}. */
-  private static String consequence(
+  private static Consequence consequence(
       String name,
       String location,
       LineageCheck.Result r,
@@ -501,47 +601,55 @@ public final class Verification {
       Map<String, List<StoreLayout.SnapshotName>> referencedBy) {
     StoreLayout.SnapshotName s = StoreLayout.parseSnapshot(name);
     if (s != null) {
-      return snapshotConsequence(s, r, version);
+      return Consequence.of(snapshotConsequence(s, r, version));
     }
     if (!r.loadable() && r.failure().getMessage().contains(location)) {
-      return "needed by the lineage of version "
-          + version
-          + " (which a restart loads): recovery fails";
+      return Consequence.of(
+          "needed by the lineage of version "
+              + version
+              + " (which a restart loads): recovery fails");
     }
     StoreLayout.ChangelogName c = StoreLayout.parseChangelog(name);
     if (c != null) {
       if (c.version() > version) {
-        return "newer than version "
-            + version
-            + ", which a restart loads (a batch that did not commit wrote it): recovery never"
-            + " reads it, and a load of its version treats it as absent";
+        return Consequence.unread(
+            "newer than version "
+                + version
+                + ", which a restart loads (a batch that did not commit wrote it): recovery"
+                + " never reads it, and a load of its version treats it as absent");
       }
       if (r.onLineage(c.version(), c.commitId())) {
         if (r.loadable() && c.version() <= r.baseVersion()) {
-          return "on the lineage but at or below its base (snapshot "
-              + r.baseVersion()
-              + "): recovery does not read it; retention deletes it";
+          return Consequence.unread(
+              "on the lineage but at or below its base (snapshot "
+                  + r.baseVersion()
+                  + "): recovery does not read it; retention deletes it");
         }
-        return "a copy of a commit the lineage needs: recovery reads its other copy";
+        return Consequence.unread(
+            "a copy of a commit the lineage needs: recovery reads its other copy");
       }
       if (c.version() == version) {
-        return "another commit of version "
-            + version
-            + " than the one a restart picks: recovery treats it as absent";
+        return Consequence.unread(
+            "another commit of version "
+                + version
+                + " than the one a restart picks: recovery treats it as absent");
       }
-      return "not on the lineage a restart follows (a retried or re-run commit): recovery never"
-          + " reads it; retention deletes it";
+      return Consequence.unread(
+          "not on the lineage a restart follows (a retried or re-run commit): recovery never"
+              + " reads it; retention deletes it");
     }
     List<StoreLayout.SnapshotName> users = referencedBy.getOrDefault(name, List.of());
     if (users.isEmpty()) {
-      return "referenced by no snapshot: recovery never reads it; retention deletes it after the"
-          + " grace period";
+      return Consequence.of(
+          "referenced by no snapshot: recovery never reads it; retention deletes it after the"
+              + " grace period");
     }
     Set<String> consequences = new TreeSet<>();
     for (StoreLayout.SnapshotName u : users) {
       consequences.add("snapshot " + u.version() + ": " + snapshotConsequence(u, r, version));
     }
-    return "makes the snapshots that name it unusable; " + String.join("; ", consequences);
+    return Consequence.of(
+        "makes the snapshots that name it unusable; " + String.join("; ", consequences));
   }
 
   private static String snapshotConsequence(
