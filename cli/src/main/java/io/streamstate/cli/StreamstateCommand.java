@@ -12,8 +12,9 @@ import picocli.CommandLine.Spec;
     mixinStandardHelpOptions = true,
     versionProvider = Versions.class,
     description = {
-      "Inspect, verify and export the logs of a Spark structured streaming checkpoint, whether"
-          + " its state was written by streamstate's provider or by Spark's own; repartition the"
+      "Inspect, verify, dump, repair, migrate and export the logs of a Spark structured streaming"
+          + " checkpoint, whether its state was written by streamstate's provider or by Spark's"
+          + " own; convert a stopped query to another state store provider; repartition the"
           + " state of streamstate's.",
       ""
     },
