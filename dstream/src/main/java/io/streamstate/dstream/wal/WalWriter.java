@@ -1,0 +1,329 @@
+package io.streamstate.dstream.wal;
+
+import io.streamstate.core.error.FileAlreadyExistsException;
+import io.streamstate.core.error.RetryableException;
+import io.streamstate.core.error.StreamStateException;
+import io.streamstate.core.format.WalFile;
+import io.streamstate.core.hedge.HedgeCopy;
+import io.streamstate.core.hedge.HedgedPublish;
+import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.core.journal.JournalAppendCopy;
+import io.streamstate.core.journal.JournalFile;
+import io.streamstate.core.journal.RollRule;
+import io.streamstate.core.storage.AppendableFile;
+import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.Storage;
+import io.streamstate.core.storage.SupportsAppend;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The write path of one process's log of one role: group commit and hedged writes.
+ *
+ * <ul>
+ *   <li><b>Group commit.</b> Writers queue their records; one of them (the leader, whichever finds
+ *       no write in progress) writes everything queued as one append (one {@code hsync}) or one
+ *       segment, and completes each writer's handle. Concurrent receivers of an executor share one
+ *       sync instead of one each.
+ *   <li><b>Journal</b> where the storage appends (HDFS, local disk): the group goes to the open
+ *       journal, hedged: if the append is late past the hedge deadline, the same records are
+ *       published as a segment file (create-if-absent), the late journal is reported (on HDFS its
+ *       pipeline's DataNodes become suspect) and retired, and the next group goes to a new journal
+ *       placed elsewhere. The late append is never taken back: a reader keeps one copy of a record
+ *       by its sequence number.
+ *   <li><b>Segments</b> where it cannot (object stores): each group is one object, created with
+ *       create-if-absent, hedged by a second name. No rename, no object per record.
+ * </ul>
+ *
+ * <p>A journal takes records whose times are below its stop time (its first record's plus the roll
+ * interval) and up to its size limit; the stop time is in its name, for {@code clean}.
+ */
+final class WalWriter {
+  private static final Logger LOG = LoggerFactory.getLogger(WalWriter.class);
+
+  /** A group holds at most this many payload bytes; more waits for the next group. */
+  private static final long MAX_GROUP_BYTES = 64L << 20;
+
+  private final Storage storage;
+  private final SupportsAppend appends; // null: segments only
+  private final String writerDir;
+  private final WalSettings settings;
+  private final HedgedWriter hedger;
+  private final Executor closer;
+  private final RollRule rollRule;
+  private final Consumer<String> fileWritten;
+
+  // Guarded by this.
+  private final List<Pending> queue = new ArrayList<>();
+  private boolean writing;
+  private long nextSeq;
+  private long nextFile;
+  private boolean closed;
+
+  // Only the leader touches these (one at a time).
+  private JournalFile journal;
+  private long journalStop;
+
+  private record Pending(byte[] payload, long time, CompletableFuture<WalRecordHandle> done) {}
+
+  WalWriter(
+      Storage storage,
+      String writerDir,
+      WalSettings settings,
+      HedgedWriter hedger,
+      Executor closer,
+      Consumer<String> fileWritten) {
+    this.storage = storage;
+    this.appends =
+        storage instanceof SupportsAppend a && a.appendSupported()
+            ? (SupportsAppend) storage
+            : null;
+    this.writerDir = writerDir;
+    this.settings = settings;
+    this.hedger = hedger;
+    this.closer = closer;
+    this.rollRule =
+        RollRule.afterBytesOrMillis(settings.maxJournalBytes(), RollRule.UNBOUNDED)
+            .orWhenSuspectedSlow();
+    this.fileWritten = fileWritten;
+  }
+
+  /** Whether groups go to journals (else to segments only). */
+  boolean journaled() {
+    return appends != null;
+  }
+
+  /** Writes one record; durable when this returns. */
+  WalRecordHandle write(byte[] payload, long time) {
+    Pending mine = new Pending(payload, time, new CompletableFuture<>());
+    boolean lead;
+    synchronized (this) {
+      if (closed) {
+        throw new IllegalStateException("The write-ahead log in " + writerDir + " is closed");
+      }
+      queue.add(mine);
+      lead = !writing;
+      if (lead) {
+        writing = true;
+      }
+    }
+    if (lead) {
+      lead();
+    }
+    try {
+      return mine.done().join();
+    } catch (java.util.concurrent.CompletionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      throw e;
+    }
+  }
+
+  /** Writes groups until the queue is empty, then gives up the lead. */
+  private void lead() {
+    while (true) {
+      List<Pending> group = new ArrayList<>();
+      long firstSeq;
+      long groupNo;
+      synchronized (this) {
+        long bytes = 0;
+        while (!queue.isEmpty()
+            && (group.isEmpty() || bytes + queue.get(0).payload().length <= MAX_GROUP_BYTES)) {
+          Pending p = queue.remove(0);
+          bytes += p.payload().length;
+          group.add(p);
+        }
+        if (group.isEmpty()) {
+          writing = false;
+          notifyAll();
+          return;
+        }
+        firstSeq = nextSeq;
+        nextSeq += group.size();
+        groupNo = nextFile++;
+      }
+      try {
+        List<WalRecordHandle> handles = writeGroup(group, firstSeq, groupNo);
+        for (int i = 0; i < group.size(); i++) {
+          group.get(i).done().complete(handles.get(i));
+        }
+      } catch (RuntimeException e) {
+        for (Pending p : group) {
+          p.done().completeExceptionally(e);
+        }
+      }
+    }
+  }
+
+  private List<WalRecordHandle> writeGroup(List<Pending> group, long firstSeq, long groupNo) {
+    ByteArrayOutputStream records = new ByteArrayOutputStream();
+    long[] starts = new long[group.size()];
+    long minTime = Long.MAX_VALUE;
+    long maxTime = Long.MIN_VALUE;
+    for (int i = 0; i < group.size(); i++) {
+      Pending p = group.get(i);
+      starts[i] = records.size();
+      records.writeBytes(WalFile.record(firstSeq + i, p.time(), p.payload()));
+      minTime = Math.min(minTime, p.time());
+      maxTime = Math.max(maxTime, p.time());
+    }
+    byte[] chunk = records.toByteArray();
+    long segmentStop = maxTime + 1;
+    String segment = WalNames.segment(writerDir, segmentStop, groupNo, false);
+    ContentWriter segmentContent =
+        out -> {
+          out.write(WalFile.header());
+          out.write(chunk);
+        };
+    String file;
+    long base;
+    JournalFile target = appends == null ? null : journalFor(minTime, maxTime, chunk.length);
+    if (target != null) {
+      HedgedPublish won =
+          hedger.publish(
+              new GroupAppend(target, group.size()),
+              HedgeCopy.create(storage, segment, segmentContent),
+              chunk);
+      int at = won.name().lastIndexOf('#');
+      if (at >= 0) {
+        file = won.name().substring(0, at);
+        base = Long.parseLong(won.name().substring(at + 1));
+      } else {
+        file = won.name();
+        base = WalFile.HEADER_LENGTH;
+        fileWritten.accept(file);
+      }
+    } else {
+      HedgedPublish won =
+          hedger.publish(
+              HedgeCopy.create(storage, segment, segmentContent),
+              HedgeCopy.create(
+                  storage, WalNames.segment(writerDir, segmentStop, groupNo, true), segmentContent),
+              new byte[0]);
+      file = won.name();
+      base = WalFile.HEADER_LENGTH;
+      fileWritten.accept(file);
+    }
+    List<WalRecordHandle> handles = new ArrayList<>(group.size());
+    for (long start : starts) {
+      handles.add(new WalRecordHandle(file, base + start));
+    }
+    return handles;
+  }
+
+  /** The journal this group goes to, rolled if needed; null: publish a segment instead. */
+  private JournalFile journalFor(long minTime, long maxTime, long bytes) {
+    long now = System.currentTimeMillis();
+    if (journal != null && maxTime < journalStop && journal.takesAppend(rollRule, bytes, now)) {
+      return journal;
+    }
+    if (journal != null) {
+      journal.retire();
+      journal = null;
+    }
+    long stop = Math.max(minTime + settings.rollIntervalMillis(), maxTime + 1);
+    long n;
+    synchronized (this) {
+      n = nextFile++;
+    }
+    String name = WalNames.journal(writerDir, stop, n);
+    try {
+      AppendableFile file = appends.createAppendable(name);
+      fileWritten.accept(name);
+      byte[] header = WalFile.header();
+      file.append(header);
+      JournalFile opened =
+          new JournalFile(file, header.length, JournalFile.NO_CLOSE_BY, storage, closer);
+      opened.becameCurrent(now);
+      journal = opened;
+      journalStop = stop;
+      return opened;
+    } catch (FileAlreadyExistsException | RetryableException e) {
+      // A journal could not be started: this group goes out as a segment; the next tries again.
+      LOG.warn(
+          "Cannot start the write-ahead log journal {}: {}; writing a segment", name, e.toString());
+      return null;
+    } catch (StreamStateException e) {
+      LOG.warn(
+          "Cannot start the write-ahead log journal {}: {}; writing a segment", name, e.toString());
+      return null;
+    }
+  }
+
+  /**
+   * Retires the open journal if its stop time is at most {@code threshTime} (it takes no record
+   * that old any more), so that {@code clean} may delete it.
+   *
+   * @return the name of the journal it may not delete (the open one), or null
+   */
+  synchronized String retireJournalBefore(long threshTime) {
+    while (writing) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    if (journal == null) {
+      return null;
+    }
+    if (journalStop <= threshTime) {
+      journal.retire();
+      journal = null;
+      return null;
+    }
+    return journal.name();
+  }
+
+  /** Waits for the writes in progress, then closes the open journal. */
+  synchronized void close() {
+    closed = true;
+    while (writing) {
+      try {
+        wait();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    if (journal != null) {
+      journal.retire();
+      journal = null;
+    }
+  }
+
+  /** One group appended to a journal: the hedged write's primary copy. */
+  private static final class GroupAppend extends JournalAppendCopy {
+    private final JournalFile target;
+    private final int records;
+
+    GroupAppend(JournalFile target, int records) {
+      this.target = target;
+      this.records = records;
+    }
+
+    @Override
+    protected JournalFile journal() {
+      return target;
+    }
+
+    @Override
+    public String write(byte[] content) {
+      long offset = target.append(content, records);
+      return target.name() + "#" + offset;
+    }
+
+    @Override
+    public String describe() {
+      return "an append to " + target.name();
+    }
+  }
+}
