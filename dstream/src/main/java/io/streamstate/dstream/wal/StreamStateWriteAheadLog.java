@@ -17,16 +17,34 @@ import org.apache.spark.streaming.util.WriteAheadLogRecordHandle;
  */
 public abstract class StreamStateWriteAheadLog extends WriteAheadLog {
   private final WalLog log;
-  private final ProcessResources resources;
+  private final Runnable release;
   private boolean closed;
 
   protected StreamStateWriteAheadLog(SparkConf conf, String role) {
     this(WalSettings.from(conf, role), role, ProcessResources.shared());
   }
 
-  StreamStateWriteAheadLog(WalSettings settings, String role, ProcessResources resources) {
-    this.resources = resources;
-    this.log = WalLogs.of(resources).acquire(settings, role, resources);
+  private StreamStateWriteAheadLog(WalSettings settings, String role, ProcessResources resources) {
+    this(WalLogs.of(resources).acquire(settings, role, resources), resources);
+  }
+
+  private StreamStateWriteAheadLog(WalLog log, ProcessResources resources) {
+    this(log, () -> WalLogs.of(resources).release(log));
+  }
+
+  StreamStateWriteAheadLog(WalLog log, Runnable release) {
+    this.log = log;
+    this.release = release;
+  }
+
+  /** For tests: a log of {@code role} on {@code storage}, of its own (no process registry). */
+  static StreamStateWriteAheadLog onStorage(
+      io.streamstate.core.storage.Storage storage,
+      WalSettings settings,
+      String role,
+      ProcessResources resources) {
+    WalLog log = new WalLog(storage, role, settings, resources);
+    return new StreamStateWriteAheadLog(log, log::close) {};
   }
 
   @Override
@@ -63,7 +81,7 @@ public abstract class StreamStateWriteAheadLog extends WriteAheadLog {
   public synchronized void close() {
     if (!closed) {
       closed = true;
-      WalLogs.of(resources).release(log);
+      release.run();
     }
   }
 

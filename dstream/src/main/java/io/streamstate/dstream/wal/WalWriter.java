@@ -1,8 +1,5 @@
 package io.streamstate.dstream.wal;
 
-import io.streamstate.core.error.FileAlreadyExistsException;
-import io.streamstate.core.error.RetryableException;
-import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.WalFile;
 import io.streamstate.core.hedge.HedgeCopy;
 import io.streamstate.core.hedge.HedgedPublish;
@@ -20,8 +17,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.function.Consumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The write path of one process's log of one role: group commit and hedged writes.
@@ -45,7 +40,6 @@ import org.slf4j.LoggerFactory;
  * interval) and up to its size limit; the stop time is in its name, for {@code clean}.
  */
 final class WalWriter {
-  private static final Logger LOG = LoggerFactory.getLogger(WalWriter.class);
 
   /** A group holds at most this many payload bytes; more waits for the next group. */
   private static final long MAX_GROUP_BYTES = 64L << 20;
@@ -66,9 +60,10 @@ final class WalWriter {
   private long nextFile;
   private boolean closed;
 
-  // Only the leader touches these (one at a time).
-  private JournalFile journal;
-  private long journalStop;
+  // The open journal: the leader's group appends and a late append's hedge both touch it.
+  private final Object journalLock = new Object();
+  private JournalFile journal; // guarded by journalLock
+  private long journalStop; // guarded by journalLock
 
   private record Pending(byte[] payload, long time, CompletableFuture<WalRecordHandle> done) {}
 
@@ -184,11 +179,10 @@ final class WalWriter {
         };
     String file;
     long base;
-    JournalFile target = appends == null ? null : journalFor(minTime, maxTime, chunk.length);
-    if (target != null) {
+    if (appends != null) {
       HedgedPublish won =
           hedger.publish(
-              new GroupAppend(target, group.size()),
+              new GroupAppend(minTime, maxTime, group.size()),
               HedgeCopy.create(storage, segment, segmentContent),
               chunk);
       int at = won.name().lastIndexOf('#');
@@ -218,45 +212,6 @@ final class WalWriter {
     return handles;
   }
 
-  /** The journal this group goes to, rolled if needed; null: publish a segment instead. */
-  private JournalFile journalFor(long minTime, long maxTime, long bytes) {
-    long now = System.currentTimeMillis();
-    if (journal != null && maxTime < journalStop && journal.takesAppend(rollRule, bytes, now)) {
-      return journal;
-    }
-    if (journal != null) {
-      journal.retire();
-      journal = null;
-    }
-    long stop = Math.max(minTime + settings.rollIntervalMillis(), maxTime + 1);
-    long n;
-    synchronized (this) {
-      n = nextFile++;
-    }
-    String name = WalNames.journal(writerDir, stop, n);
-    try {
-      AppendableFile file = appends.createAppendable(name);
-      fileWritten.accept(name);
-      byte[] header = WalFile.header();
-      file.append(header);
-      JournalFile opened =
-          new JournalFile(file, header.length, JournalFile.NO_CLOSE_BY, storage, closer);
-      opened.becameCurrent(now);
-      journal = opened;
-      journalStop = stop;
-      return opened;
-    } catch (FileAlreadyExistsException | RetryableException e) {
-      // A journal could not be started: this group goes out as a segment; the next tries again.
-      LOG.warn(
-          "Cannot start the write-ahead log journal {}: {}; writing a segment", name, e.toString());
-      return null;
-    } catch (StreamStateException e) {
-      LOG.warn(
-          "Cannot start the write-ahead log journal {}: {}; writing a segment", name, e.toString());
-      return null;
-    }
-  }
-
   /**
    * Retires the open journal if its stop time is at most {@code threshTime} (it takes no record
    * that old any more), so that {@code clean} may delete it.
@@ -272,15 +227,17 @@ final class WalWriter {
         break;
       }
     }
-    if (journal == null) {
-      return null;
+    synchronized (journalLock) {
+      if (journal == null) {
+        return null;
+      }
+      if (journalStop <= threshTime) {
+        journal.retire();
+        journal = null;
+        return null;
+      }
+      return journal.name();
     }
-    if (journalStop <= threshTime) {
-      journal.retire();
-      journal = null;
-      return null;
-    }
-    return journal.name();
   }
 
   /** Waits for the writes in progress, then closes the open journal. */
@@ -294,19 +251,29 @@ final class WalWriter {
         break;
       }
     }
-    if (journal != null) {
-      journal.retire();
-      journal = null;
+    synchronized (journalLock) {
+      if (journal != null) {
+        journal.retire();
+        journal = null;
+      }
     }
   }
 
-  /** One group appended to a journal: the hedged write's primary copy. */
-  private static final class GroupAppend extends JournalAppendCopy {
-    private final JournalFile target;
+  /**
+   * One group appended to the open journal, or to a new one it starts (the create and the header go
+   * with the group's append, so the hedge covers them too): the hedged write's primary copy.
+   * Returns {@code <journal>#<offset of the group's first record>}.
+   */
+  private final class GroupAppend extends JournalAppendCopy {
+    private final long minTime;
+    private final long maxTime;
     private final int records;
+    private volatile JournalFile target;
+    private boolean hedged; // guarded by journalLock
 
-    GroupAppend(JournalFile target, int records) {
-      this.target = target;
+    GroupAppend(long minTime, long maxTime, int records) {
+      this.minTime = minTime;
+      this.maxTime = maxTime;
       this.records = records;
     }
 
@@ -316,14 +283,64 @@ final class WalWriter {
     }
 
     @Override
+    protected void hedgeStarting() {
+      synchronized (journalLock) {
+        hedged = true;
+      }
+    }
+
+    @Override
     public String write(byte[] content) {
-      long offset = target.append(content, records);
-      return target.name() + "#" + offset;
+      long now = System.currentTimeMillis();
+      synchronized (journalLock) {
+        if (journal != null
+            && maxTime < journalStop
+            && journal.tryReserve(rollRule, content.length, now)) {
+          target = journal;
+        }
+      }
+      if (target != null) {
+        return target.name() + "#" + target.appendReserved(content);
+      }
+      long stop = Math.max(minTime + settings.rollIntervalMillis(), maxTime + 1);
+      long n;
+      synchronized (WalWriter.this) {
+        n = nextFile++;
+      }
+      String name = WalNames.journal(writerDir, stop, n);
+      AppendableFile created = appends.createAppendable(name);
+      fileWritten.accept(name);
+      JournalFile opened = new JournalFile(created, 0, JournalFile.NO_CLOSE_BY, storage, closer);
+      boolean late;
+      synchronized (journalLock) {
+        late = hedged;
+        if (!late) {
+          if (journal != null) {
+            journal.retire();
+          }
+          journal = opened;
+          journalStop = stop;
+          opened.becameCurrent(now);
+        }
+        target = opened;
+      }
+      byte[] header = WalFile.header();
+      byte[] first = new byte[header.length + content.length];
+      System.arraycopy(header, 0, first, 0, header.length);
+      System.arraycopy(content, 0, first, header.length, content.length);
+      try {
+        return name + "#" + (opened.append(first, records) + header.length);
+      } finally {
+        if (late) {
+          opened.retire(); // its hedge won before it existed: no later group goes here
+        }
+      }
     }
 
     @Override
     public String describe() {
-      return "an append to " + target.name();
+      JournalFile j = target;
+      return j == null ? "an append to a new journal in " + writerDir : "an append to " + j.name();
     }
   }
 }
