@@ -51,6 +51,7 @@ public final class ReceiverWalDriver {
             hadoop.set(k.substring("spark.hadoop.".length()), v);
           }
         });
+    long t0 = System.nanoTime();
     boolean[] created = {false};
     JavaStreamingContext ssc =
         JavaStreamingContext.getOrCreate(
@@ -66,7 +67,12 @@ public final class ReceiverWalDriver {
             + System.getProperty(AckingReceiver.RUN_PROPERTY)
             + ": "
             + (created[0] ? "new context" : "recovered from " + checkpoint));
+    long t1 = System.nanoTime();
     ssc.start();
+    // Recovery reads the driver's log (ReceivedBlockTracker) in start.
+    System.out.printf(
+        "DRIVER timing: getOrCreate %d ms, start %d ms%n",
+        (t1 - t0) / 1_000_000, (System.nanoTime() - t1) / 1_000_000);
     while (!Files.exists(stopFile)) {
       if (ssc.awaitTerminationOrTimeout(100)) {
         System.out.println("DRIVER terminated without a stop request");

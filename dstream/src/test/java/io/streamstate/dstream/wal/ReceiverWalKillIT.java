@@ -167,15 +167,22 @@ class ReceiverWalKillIT {
       } finally {
         fs.close();
       }
+      String recovery =
+          Files.readAllLines(dir.resolve("driver-2.log")).stream()
+              .filter(l -> l.startsWith("DRIVER timing: "))
+              .findFirst()
+              .orElse("DRIVER timing: ?")
+              .substring("DRIVER timing: ".length());
       System.out.printf(
           "ReceiverWalKillIT %s: acked ids %d (%d at the kill), output ids %d (%d never acked),"
-              + " batch files %d, kills 1, %.1f s%n",
+              + " batch files %d, kills 1, recovering driver %s, %.1f s%n",
           storage,
           acked.size(),
           ackedAtKill,
           outputSet.size(),
           unacked.size(),
           nonEmptyBatches(out),
+          recovery,
           (System.nanoTime() - started) / 1e9);
     } finally {
       first.destroyForcibly();
