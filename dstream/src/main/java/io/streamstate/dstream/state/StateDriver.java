@@ -15,6 +15,7 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.function.Function2;
 import org.apache.spark.storage.StorageLevel;
 import org.apache.spark.streaming.State;
+import org.apache.spark.streaming.StreamingContext;
 import org.apache.spark.streaming.Time;
 import org.apache.spark.streaming.scheduler.OutputOperationInfo;
 import org.apache.spark.streaming.scheduler.StreamingListener;
@@ -100,8 +101,12 @@ public final class StateDriver<K, V, S, M>
     this.initialState = initialState;
   }
 
+  /** Whether a listener of this instance was made: false in a graph restored from a checkpoint. */
+  private transient boolean listening;
+
   /** The listener that marks batches complete (d4); add it to the StreamingContext. */
-  public StreamingListener listener() {
+  public synchronized StreamingListener listener() {
+    listening = true;
     return new StreamingListener() {
       @Override
       public void onBatchCompleted(StreamingListenerBatchCompleted completed) {
@@ -175,6 +180,19 @@ public final class StateDriver<K, V, S, M>
     }
     if (base == null && !fromEmpty) {
       resume(); // d1
+    }
+    if (!listening) {
+      // A graph Spark restored from its metadata checkpoint (StreamingContext.getOrCreate) holds
+      // this driver without the listener mapWithState added: add one to the running context.
+      Option<StreamingContext> active = StreamingContext.getActive();
+      if (active.isDefined()) {
+        active.get().addStreamingListener(listener());
+      } else {
+        LOG.warn(
+            "State {}: no active StreamingContext to mark batches complete in; a restart will"
+                + " re-run this run's batches",
+            location.describe());
+      }
     }
     long version = fromEmpty ? 1 : base.version() + 1;
     long[] baseIds = fromEmpty ? new long[partitioner.numPartitions()] : base.commitIds();
