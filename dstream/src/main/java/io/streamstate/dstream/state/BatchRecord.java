@@ -12,6 +12,8 @@ import java.util.List;
  * @param version the version the partition committed
  * @param commitId the id of that commit
  * @param mapped the mapping function's results
+ * @param executor the executor that committed, as {@link PinnedRDD} names it (null outside Spark)
  */
-public record BatchRecord<M>(int partition, long version, long commitId, List<M> mapped)
+public record BatchRecord<M>(
+    int partition, long version, long commitId, List<M> mapped, String executor)
     implements Serializable {}

@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.util.Utils;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -94,6 +95,23 @@ public final class PartitionStores implements AutoCloseable {
     }
   }
 
+  /**
+   * The loads of the open stores of {@code location} in this process so far: {@code [warm,
+   * durable]} (for tests: the warm path is what a cached store is for).
+   */
+  synchronized long[] loads(StateLocation location) {
+    long[] loads = new long[2];
+    entries.forEach(
+        (key, entry) -> {
+          VersionedStore store = entry.store;
+          if (key.location().equals(location) && store != null) {
+            loads[0] += store.metrics().snapshot().warmLoads();
+            loads[1] += store.metrics().snapshot().durableLoads();
+          }
+        });
+    return loads;
+  }
+
   /** Snapshots and applies retention in the background, every {@link #MAINTENANCE_INTERVAL}. */
   void maintainIfDue(StateLocation location, int partition, long version) {
     if (version % MAINTENANCE_INTERVAL != 0) {
@@ -132,16 +150,25 @@ public final class PartitionStores implements AutoCloseable {
         .open();
   }
 
-  /** A fresh local directory under the location's, {@code spark.local.dir}'s or the JVM's. */
+  /**
+   * A fresh local directory: under the location's, else the executor's local directory ({@code
+   * spark.local.dir}, YARN/K8s dirs; removed by Spark when the application ends), else {@code
+   * java.io.tmpdir}. The store deletes it when it closes.
+   */
   private static Path localDir(StateLocation location, int partition) {
     String base = location.localDir();
     if (base == null) {
       SparkEnv env = SparkEnv.get();
-      String sparkDirs = env == null ? null : env.conf().get("spark.local.dir", null);
-      base =
-          sparkDirs != null && !sparkDirs.isBlank()
-              ? sparkDirs.split(",")[0].trim()
-              : System.getProperty("java.io.tmpdir");
+      if (env != null) {
+        try {
+          base = Utils.getLocalDir(env.conf());
+        } catch (RuntimeException e) {
+          // fall through: no usable local directory configured
+        }
+      }
+      if (base == null) {
+        base = System.getProperty("java.io.tmpdir");
+      }
     }
     Path dir =
         Paths.get(

@@ -93,7 +93,8 @@ public final class PartitionUpdate {
         timeOut(tx, codec, plan, batchTime, function, state, mapped);
       }
       tx.commit();
-      return new BatchRecord<>(partition, tx.committedVersion(), tx.committedId(), mapped);
+      return new BatchRecord<>(
+          partition, tx.committedVersion(), tx.committedId(), mapped, PinnedRDD.currentExecutor());
     }
   }
 

@@ -48,6 +48,9 @@ import scala.jdk.javaapi.CollectionConverters;
  *       marked; it does not wait for the outputs of m+1.
  *   <li>d4, batch completed (all output operations succeeded): write the marker of m+1 with its
  *       commit ids, create-if-absent. Markers are written in batch order.
+ *   <li>d5: each partition's task of m+2 prefers the executor that committed its m+1 (Spark's
+ *       locality, as for a cached block): its store there holds m+1 already, so the load reads
+ *       nothing from storage.
  * </ol>
  *
  * A driver that dies anywhere leaves partitions that committed versions past the newest marker; the
@@ -77,6 +80,9 @@ public final class StateDriver<K, V, S, M>
 
   /** Whether {@link #base} is version 0 (no marker yet). */
   private transient boolean fromEmpty;
+
+  /** The executor that committed each partition's previous version (d5), or null. */
+  private transient String[] executors;
 
   /** Batches planned and forced, not yet marked, by batch time. */
   private transient Map<Long, BatchMarker> unmarked;
@@ -138,13 +144,25 @@ public final class StateDriver<K, V, S, M>
                       .iterator(),
               true);
     }
+    String[] pinned;
+    synchronized (this) {
+      pinned = executors;
+    }
+    // d5: each partition's task prefers the executor whose cached store holds its base (warm).
+    records =
+        JavaRDD.fromRDD(
+            new PinnedRDD<>(records.rdd(), pinned, records.classTag()), records.classTag());
     records.setName("streamstate mapWithState " + location.name() + " version " + plan.version());
     records.persist(StorageLevel.MEMORY_AND_DISK());
-    List<Tuple2<Integer, Long>> commits =
-        records.map(r -> new Tuple2<>(r.partition(), r.commitId())).collect();
+    List<Tuple2<Tuple2<Integer, Long>, String>> commits =
+        records
+            .map(r -> new Tuple2<>(new Tuple2<>(r.partition(), r.commitId()), r.executor()))
+            .collect();
     long[] ids = new long[partitioner.numPartitions()];
-    for (Tuple2<Integer, Long> commit : commits) {
-      ids[commit._1()] = commit._2();
+    String[] committedBy = new String[ids.length];
+    for (Tuple2<Tuple2<Integer, Long>, String> commit : commits) {
+      ids[commit._1()._1()] = commit._1()._2();
+      committedBy[commit._1()._1()] = commit._2();
     }
     // d3
     synchronized (this) {
@@ -152,6 +170,7 @@ public final class StateDriver<K, V, S, M>
       unmarked.put(time.milliseconds(), done);
       base = done;
       fromEmpty = false;
+      executors = committedBy;
     }
     return records;
   }

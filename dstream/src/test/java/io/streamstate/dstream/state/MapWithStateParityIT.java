@@ -3,6 +3,7 @@ package io.streamstate.dstream.state;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.dstream.IncrementalMapWithState;
 import io.streamstate.dstream.StreamStateDStreams;
 import java.nio.file.Path;
@@ -92,6 +93,9 @@ class MapWithStateParityIT {
             .set("spark.streaming.clock", ManualClock.class.getName())
             .set("spark.local.dir", dir.resolve("spark-local").toString());
     JavaStreamingContext ssc = new JavaStreamingContext(conf, Durations.milliseconds(BATCH_MS));
+    StreamStateDStreams.Options options =
+        StreamStateDStreams.Options.at(dir.resolve("state").toUri()).name("parity");
+    long[] loads;
     try {
       ssc.checkpoint(dir.resolve("spark-checkpoint").toString());
       JavaPairRDD<String, Integer> initial =
@@ -110,10 +114,7 @@ class MapWithStateParityIT {
       spark.stateSnapshots().foreachRDD((rdd, time) -> collectPairs("spark-state", rdd, time));
 
       IncrementalMapWithState<String, Integer, String> ours =
-          StreamStateDStreams.mapWithState(
-              input,
-              spec(initial),
-              StreamStateDStreams.Options.at(dir.resolve("state").toUri()).name("parity"));
+          StreamStateDStreams.mapWithState(input.dstream(), spec(initial), options); // the Scala overload
       ours.foreachRDD((rdd, time) -> collect("ours-mapped", rdd.collect(), time));
       ours.stateSnapshots().foreachRDD((rdd, time) -> collectPairs("ours-state", rdd, time));
 
@@ -129,6 +130,7 @@ class MapWithStateParityIT {
                     List.of("spark-mapped", "spark-state", "ours-mapped", "ours-state").stream()
                         .allMatch(s -> SINKS.getOrDefault(s, Map.of()).containsKey(time)));
       }
+      loads = PartitionStores.of(ProcessResources.shared()).loads(options.resolve());
     } finally {
       ssc.stop(true, false);
     }
@@ -145,5 +147,10 @@ class MapWithStateParityIT {
     assertThat(all).anyMatch(r -> r.startsWith("hot:removed:"));
     assertThat(sparkState.get(BATCH_MS)).contains("c1->100", "init->7");
     assertThat(sparkMapped).hasSize(BATCHES);
+
+    // The warm path: after its first load (the empty state), each partition's store held the
+    // version every later batch and snapshot loaded (one executor, tasks pinned to it).
+    assertThat(loads[1]).as("durable loads").isEqualTo(3);
+    assertThat(loads[0]).as("warm loads").isGreaterThanOrEqualTo(3L * (2 * BATCHES - 1));
   }
 }
