@@ -114,7 +114,8 @@ class MapWithStateParityIT {
       spark.stateSnapshots().foreachRDD((rdd, time) -> collectPairs("spark-state", rdd, time));
 
       IncrementalMapWithState<String, Integer, String> ours =
-          StreamStateDStreams.mapWithState(input.dstream(), spec(initial), options); // the Scala overload
+          StreamStateDStreams.mapWithState(
+              input.dstream(), spec(initial), options); // the Scala overload
       ours.foreachRDD((rdd, time) -> collect("ours-mapped", rdd.collect(), time));
       ours.stateSnapshots().foreachRDD((rdd, time) -> collectPairs("ours-state", rdd, time));
 
