@@ -84,6 +84,17 @@ public final class StateDriver<K, V, S, M>
   /** The executor that committed each partition's previous version (d5), or null. */
   private transient String[] executors;
 
+  /**
+   * How many versions the state may run ahead of the newest batch whose outputs finished (job
+   * generation does not wait for outputs, d3). Retention keeps the newest 100 versions' files
+   * ({@code StoreOptions}); a run that died far ahead of its last marker would otherwise leave a
+   * marker whose base retention had deleted. Past this lead, job generation waits (backpressure).
+   */
+  static final int MAX_LEAD = 10;
+
+  /** The newest version whose batch finished (its outputs succeeded or failed); see MAX_LEAD. */
+  private transient long finished;
+
   /** Batches planned and forced, not yet marked, by batch time. */
   private transient Map<Long, BatchMarker> unmarked;
 
@@ -214,8 +225,34 @@ public final class StateDriver<K, V, S, M>
       }
     }
     long version = fromEmpty ? 1 : base.version() + 1;
+    awaitLead(version);
     long[] baseIds = fromEmpty ? new long[partitioner.numPartitions()] : base.commitIds();
     return new BatchPlan(location, version, baseIds, time.milliseconds(), timeoutMs);
+  }
+
+  /** Waits (holding no lock but this monitor's wait) until {@code version} is within the lead. */
+  private void awaitLead(long version) {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MINUTES.toNanos(5);
+    while (version - finished > MAX_LEAD) {
+      if (System.nanoTime() - deadline >= 0) {
+        // A safety valve, not a clock: listener events can be dropped under extreme load.
+        LOG.error(
+            "State {}: version {} is {} versions ahead of the last finished batch after 5 minutes;"
+                + " going on",
+            location.describe(),
+            version,
+            version - finished);
+        return;
+      }
+      try {
+        wait(10_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(
+            "State " + location.describe() + ": interrupted while waiting for batches to finish",
+            e);
+      }
+    }
   }
 
   private void resume() {
@@ -224,6 +261,7 @@ public final class StateDriver<K, V, S, M>
     Optional<BatchMarker> newest = markers.newest();
     if (newest.isEmpty()) {
       fromEmpty = true;
+      finished = 0;
       LOG.info("State {}: no completed batch; starting from the empty state", location.describe());
       return;
     }
@@ -243,6 +281,7 @@ public final class StateDriver<K, V, S, M>
               + ") or start a state under another name.");
     }
     base = marker;
+    finished = marker.version();
     LOG.info(
         "State {}: resuming from completed batch version {} (batch time {} of the run that wrote it)",
         location.describe(),
@@ -270,6 +309,10 @@ public final class StateDriver<K, V, S, M>
     }
     if (marker == null) {
       return;
+    }
+    synchronized (this) {
+      finished = Math.max(finished, marker.version());
+      notifyAll();
     }
     if (failed) {
       LOG.warn(
