@@ -31,9 +31,9 @@ import org.slf4j.LoggerFactory;
  * crc32c=0a1b2c3d
  * </pre>
  *
- * A file that does not verify (a torn write of a crashed driver, on storages that show partial
- * files) was never a completed batch: {@link #newest()} skips it and deletes it, so that the batch
- * it was meant for can write its marker again.
+ * A file that does not verify (being written, or a torn write of a crashed driver, on storages that
+ * show partial files) was never a completed batch: {@link #newest()} skips it, and {@link
+ * #newestDeletingTorn()}, at the start of the state's only writer, deletes it.
  */
 public final class BatchMarkers {
   private static final Logger LOG = LoggerFactory.getLogger(BatchMarkers.class);
@@ -87,8 +87,26 @@ public final class BatchMarkers {
     }
   }
 
-  /** The newest marker that verifies, if any. Deletes newer ones that do not verify (torn). */
+  /**
+   * The newest marker that verifies, if any; reads only. A newer file that does not verify is
+   * skipped: it may be a marker being written right now (local disk and HDFS show a file while it
+   * is written).
+   */
   public Optional<BatchMarker> newest() {
+    return newest(false);
+  }
+
+  /**
+   * As {@link #newest()}, for the driver that is about to write the state (d1): a newer file that
+   * does not verify is a torn write of a driver that died, never a completed batch; it is deleted
+   * so that the batch it was meant for can write its marker again. The caller must be the state's
+   * only writer.
+   */
+  public Optional<BatchMarker> newestDeletingTorn() {
+    return newest(true);
+  }
+
+  private Optional<BatchMarker> newest(boolean deleteTorn) {
     List<FileInfo> files = new ArrayList<>(storage.list(location.batchesPrefix()));
     for (int i = files.size() - 1; i >= 0; i--) {
       String name = files.get(i).name();
@@ -97,14 +115,16 @@ public final class BatchMarkers {
       }
       try {
         return Optional.of(read(name));
-      } catch (CorruptFileException e) {
-        LOG.warn(
-            "Batch marker {} of state {} does not verify (a torn write?); deleting it and resuming"
-                + " from the previous one: {}",
-            name,
-            location.describe(),
-            e.getMessage());
-        storage.delete(name);
+      } catch (CorruptFileException | MissingFileException e) {
+        if (deleteTorn) {
+          LOG.warn(
+              "Batch marker {} of state {} does not verify (a torn write of a driver that died?);"
+                  + " deleting it and resuming from the previous one: {}",
+              name,
+              location.describe(),
+              e.getMessage());
+          storage.delete(name);
+        }
       }
     }
     return Optional.empty();

@@ -258,7 +258,7 @@ public final class StateDriver<K, V, S, M>
   private void resume() {
     Storage storage = location.openStorage();
     markers = new BatchMarkers(storage, location);
-    Optional<BatchMarker> newest = markers.newest();
+    Optional<BatchMarker> newest = markers.newestDeletingTorn();
     if (newest.isEmpty()) {
       fromEmpty = true;
       finished = 0;

@@ -30,7 +30,13 @@ class BatchMarkersTest {
     storage.create(
         markers.fileName(3), ContentWriter.ofBytes(Arrays.copyOf(torn, torn.length - 5)));
 
+    // A reader skips it (it may be being written) and leaves it; the writer at its start deletes
+    // it.
     assertThat(markers.newest()).contains(new BatchMarker(2, 200, new long[] {Long.MIN_VALUE, 9L}));
+    assertThat(storage.list(location.batchesPrefix())).hasSize(3);
+    assertThat(markers.newestDeletingTorn())
+        .contains(new BatchMarker(2, 200, new long[] {Long.MIN_VALUE, 9L}));
+    assertThat(storage.list(location.batchesPrefix())).hasSize(2);
     markers.write(new BatchMarker(3, 300, new long[] {1, 2})); // the torn name is free again
     assertThat(markers.newest().orElseThrow().version()).isEqualTo(3);
   }
