@@ -204,6 +204,7 @@ public final class StateDriver<K, V, S, M>
     return record;
   }
 
+  @SuppressWarnings("deprecation") // Spark 4.2 deprecates DStreams; this module is for them
   private synchronized BatchPlan plan(Time time) {
     if (unmarked == null) {
       unmarked = new TreeMap<>();

@@ -16,6 +16,7 @@ import scala.Tuple2;
  * batch. Arguments: state URI, state name, output directory, local directory, first ordinal whose
  * batch never completes.
  */
+@SuppressWarnings("deprecation") // Spark 4.2 deprecates DStreams
 public final class CountingAppMain {
   private CountingAppMain() {}
 

@@ -24,6 +24,7 @@ import scala.Tuple2;
  * The state on HDFS (a MiniDFSCluster): a run, a stop, a run with another graph; the outputs equal
  * the model of the whole input.
  */
+@SuppressWarnings("deprecation") // Spark 4.2 deprecates DStreams
 class MapWithStateHdfsIT {
   private static final long BATCH_MS = 1000;
 

@@ -37,6 +37,7 @@ import scala.Tuple2;
  * {@link StreamStateDStreams#mapWithState}: the same mapped records and the same state snapshots
  * after every batch, with timeouts, an initial state, removals, duplicate keys in a batch.
  */
+@SuppressWarnings("deprecation") // Spark 4.2 deprecates DStreams
 class MapWithStateParityIT {
   private static final int BATCHES = 12;
   private static final long BATCH_MS = 1000;

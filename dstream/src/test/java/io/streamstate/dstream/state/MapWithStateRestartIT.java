@@ -39,6 +39,7 @@ import scala.Tuple2;
  * twice. Once after a stop, once after {@code kill -9} of a driver in a child JVM that had
  * committed batches it never marked complete.
  */
+@SuppressWarnings("deprecation") // Spark 4.2 deprecates DStreams
 class MapWithStateRestartIT {
   private static final long BATCH_MS = 1000;
   private static JavaSparkContext sc;

@@ -16,6 +16,7 @@ import scala.reflect.ClassTag$;
  * #data(Kind, long)} of that ordinal: deterministic, whatever the batch's time, so that a restarted
  * application can resume the input where its state stops.
  */
+@SuppressWarnings("deprecation") // Spark 4.2 deprecates DStreams
 final class OrdinalInput extends InputDStream<Tuple2<String, Integer>> {
   private static final long serialVersionUID = 1L;
 
