@@ -231,6 +231,55 @@ class MapWithStateRestartIT {
     assertThat(snapshots.get(lastTime)).isEqualTo(CountingApp.expectedState(marked + 4));
   }
 
+  /** The mapped records of each batch, computed again after the state RDD's blocks were dropped. */
+  static final Map<Long, List<String>> RECOMPUTED = new ConcurrentHashMap<>();
+
+  @Test
+  void aBatchRecomputedAfterItsCachedStateWasLostCommitsAgainWithoutDoubling() throws Exception {
+    String outDir = Files.createDirectories(dir.resolve("out")).toString();
+    Path stateDir = dir.resolve("state");
+    StreamStateDStreams.Options options =
+        StreamStateDStreams.Options.at(stateDir.toUri()).name("recomputed");
+    JavaStreamingContext ssc = new JavaStreamingContext(sc, Durations.milliseconds(BATCH_MS));
+    try {
+      IncrementalMapWithState<String, Integer, String> counts =
+          CountingApp.pipeline(input(ssc, 1), options, 3, outDir, Long.MAX_VALUE);
+      // A second output drops the batch's persisted state RDD (as a lost executor would), then
+      // reads the mapped records again: every partition applies the batch again, on the same base.
+      counts.foreachRDD(
+          (rdd, time) -> {
+            org.apache.spark.rdd.RDD<?> state = rdd.rdd().dependencies().head().rdd();
+            assertThat(state.getStorageLevel().useMemory()).isTrue();
+            state.unpersist(true);
+            List<String> again = new ArrayList<>(rdd.collect());
+            again.sort(null);
+            RECOMPUTED.put(time.milliseconds(), again);
+          });
+      ssc.start();
+      ManualClock clock = (ManualClock) ssc.ssc().scheduler().clock();
+      for (long version = 1; version <= 4; version++) {
+        clock.advance(BATCH_MS);
+        long v = version;
+        await().atMost(Duration.ofSeconds(60)).until(() -> lastCompleted(options) >= v);
+      }
+    } finally {
+      ssc.stop(false, false);
+    }
+    assertOutputsMatchTheModel(outDir, 4);
+    for (long ordinal = 1; ordinal <= 4; ordinal++) {
+      assertThat(RECOMPUTED.get(ordinal * BATCH_MS))
+          .as("batch %d computed again", ordinal)
+          .isEqualTo(CountingApp.expectedOutput(ordinal));
+    }
+    // Each partition committed every version twice; the markers name one commit of each.
+    LocalStorage storage = new LocalStorage(stateDir);
+    for (int partition = 0; partition < 3; partition++) {
+      StoreLayout layout =
+          new StoreLayout("recomputed/partitions/" + String.format("%05d/", partition));
+      assertThat(storage.list(layout.changelogsOf(2))).hasSize(2);
+    }
+  }
+
   /** The highest version any partition of the state committed (changelogs in its storage). */
   private static long highestCommittedVersion(Path stateDir, String name) {
     long max = 0;
