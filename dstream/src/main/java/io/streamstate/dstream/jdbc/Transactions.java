@@ -59,16 +59,14 @@ final class Transactions {
       // under REPEATABLE READ PostgreSQL would instead fail the second writer with a serialization
       // error.
       c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
-      BatchOutcome outcome;
-      SQLException violation;
+      BatchOutcome outcome = null;
+      SQLException violation = null;
       try {
         outcome = body.run(c);
-        if (outcome == BatchOutcome.COMMITTED) {
-          c.commit();
-        } else {
+        if (outcome != BatchOutcome.COMMITTED) {
           c.rollback();
+          return outcome;
         }
-        return outcome;
       } catch (SQLException e) {
         rollbackQuietly(c, e);
         if (!isUniqueViolation(e)) {
@@ -79,6 +77,21 @@ final class Transactions {
       } catch (RuntimeException | Error e) {
         rollbackQuietly(c, e);
         throw e;
+      }
+      if (violation == null) {
+        try {
+          c.commit();
+          return outcome;
+        } catch (SQLException e) {
+          // The commit may have reached the database before the error: unknown, not failed.
+          throw new CommitStateUnknownException(
+              "Commit of "
+                  + what
+                  + " failed, it may or may not be committed: "
+                  + e.getMessage()
+                  + ". Retry the batch: it is skipped if it was committed.",
+              e);
+        }
       }
       // Lost the race to insert the first row: the winner has committed; decide again.
       try {

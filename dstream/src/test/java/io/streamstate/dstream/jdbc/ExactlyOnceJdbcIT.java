@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.streamstate.dstream.testing.EmbeddedPostgresFixture;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -270,6 +272,57 @@ class ExactlyOnceJdbcIT {
     } finally {
       pool.shutdownNow();
     }
+  }
+
+  @Test
+  void commitThatFailsAfterReachingTheDatabaseIsUnknownAndRetrySkips() {
+    String u = url;
+    // A connection whose commit() commits, then reports an error: "committed, but the caller saw
+    // an error", as when the connection breaks after the database committed.
+    JdbcConnectionFactory committingThenFailing =
+        () -> {
+          Connection real = DriverManager.getConnection(u);
+          return (Connection)
+              Proxy.newProxyInstance(
+                  Connection.class.getClassLoader(),
+                  new Class<?>[] {Connection.class},
+                  (proxy, method, args) -> {
+                    try {
+                      Object result = method.invoke(real, args);
+                      if (method.getName().equals("commit")) {
+                        throw new SQLException("connection reset after commit", "08006");
+                      }
+                      return result;
+                    } catch (InvocationTargetException e) {
+                      throw e.getCause();
+                    }
+                  });
+        };
+    DirectStreamOffsets failing =
+        ExactlyOnceJdbc.forDirectStream(committingThenFailing, "app", "unknown_offsets");
+    OffsetRange[] batch = {OffsetRange.create("t", 0, 0, 10)};
+
+    assertThatThrownBy(() -> failing.writeBatch(batch, c -> add(c, "a", 7)))
+        .isInstanceOf(CommitStateUnknownException.class)
+        .hasMessageContaining(
+            "Commit of the batch [t-0 0..10] of app app failed, it may or may not be committed:"
+                + " connection reset after commit. Retry the batch");
+
+    DirectStreamOffsets retry =
+        ExactlyOnceJdbc.forDirectStream(connections, "app", "unknown_offsets");
+    assertThat(retry.writeBatch(batch, c -> add(c, "a", 7))).isEqualTo(BatchOutcome.SKIPPED_REPLAY);
+    assertThat(total("a")).isEqualTo(7);
+
+    ForeachBatchOutput failingSink =
+        ExactlyOnceJdbc.forForeachBatch(committingThenFailing, "sums", "unknown_batches");
+    assertThatThrownBy(() -> failingSink.writeBatch(0, c -> add(c, "b", 1)))
+        .isInstanceOf(CommitStateUnknownException.class)
+        .hasMessageContaining("Commit of batch 0 of sink sums failed");
+    assertThat(
+            ExactlyOnceJdbc.forForeachBatch(connections, "sums", "unknown_batches")
+                .writeBatch(0, c -> add(c, "b", 1)))
+        .isEqualTo(BatchOutcome.SKIPPED_REPLAY);
+    assertThat(total("b")).isEqualTo(1);
   }
 
   @Test

@@ -45,6 +45,9 @@ public final class KafkaSumsDriver {
 
   private KafkaSumsDriver() {}
 
+  /** Runs until killed; the arguments are in the class comment. */
+  @SuppressWarnings(
+      "deprecation") // DStreams are deprecated in Spark 4.2, and what this module serves.
   public static void main(String[] args) throws Exception {
     String bootstrap = args[0];
     String url = args[1];

@@ -185,7 +185,9 @@ public final class EmbeddedPostgresFixture implements AutoCloseable {
         throw new IllegalStateException("PostgreSQL exited at start:\n" + read(log));
       }
       try (Connection c = DriverManager.getConnection(jdbcUrl("postgres"))) {
-        return;
+        if (c.isValid(10)) {
+          return;
+        }
       } catch (SQLException e) {
         last = e;
       }
