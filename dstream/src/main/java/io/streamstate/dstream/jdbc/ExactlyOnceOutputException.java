@@ -1,10 +1,12 @@
 package io.streamstate.dstream.jdbc;
 
 /**
- * The root of the exactly-once output errors: the batch was not committed (its transaction was
- * rolled back), and it is not known to be committed by anyone else. Retrying the batch is safe; the
- * helper decides again from the stored offsets. The cause is usually the {@link
- * java.sql.SQLException}.
+ * The root of the exactly-once output errors. This class itself means the batch was not committed
+ * (its transaction was rolled back), and retrying it is safe: the helper decides again from the
+ * stored state. Subtypes say what to do instead: {@link OffsetMismatchException} (retrying does not
+ * help: the stream does not continue the stored offsets), {@link CommitStateUnknownException} (the
+ * commit may have happened; retry, the batch is then skipped if it did). The cause is usually the
+ * {@link java.sql.SQLException}.
  */
 public class ExactlyOnceOutputException extends RuntimeException {
   private static final long serialVersionUID = 1L;
