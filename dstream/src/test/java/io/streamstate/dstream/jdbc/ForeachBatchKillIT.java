@@ -1,0 +1,207 @@
+package io.streamstate.dstream.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.streamstate.dstream.testing.EmbeddedPostgresFixture;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Deque;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code foreachBatch} under SIGKILL: a Structured Streaming query in a child JVM ({@link
+ * ForeachBatchDriver}, rate source, a checkpoint) writes each batch's values through {@link
+ * ForeachBatchOutput} and is killed at seeded random points, then restarted from its checkpoint.
+ * Spark re-runs the batch in flight at the kill; when it had reached the database, it must be
+ * skipped. After every kill: every value from 0 to the largest is in the table exactly once, and
+ * the largest batch id written is the sink's last committed batch id.
+ *
+ * <p>System properties: {@code streamstate.foreachBatchKills} (default 5), {@code
+ * streamstate.kafkaSeed} (default 20).
+ */
+class ForeachBatchKillIT {
+  private static EmbeddedPostgresFixture postgres;
+
+  @TempDir static Path tmp;
+
+  @BeforeAll
+  static void start() {
+    postgres = EmbeddedPostgresFixture.start();
+  }
+
+  @AfterAll
+  static void stop() {
+    if (postgres != null) {
+      postgres.close();
+    }
+  }
+
+  @Test
+  void everyValueOnceAcrossKillsOfTheQueryDriver() throws Exception {
+    int kills = Integer.getInteger("streamstate.foreachBatchKills", 5);
+    Random random = new Random(Long.getLong("streamstate.kafkaSeed", 20L));
+    String url = postgres.createDatabase("foreach_batch_kill");
+    try (Connection c = DriverManager.getConnection(url);
+        Statement s = c.createStatement()) {
+      s.execute(ForeachBatchDriver.CREATE_VALUES_TABLE);
+    }
+    ForeachBatchOutput sink =
+        ExactlyOnceJdbc.forForeachBatch(() -> DriverManager.getConnection(url), "rate-values");
+    String checkpoint = tmp.resolve("checkpoint").toString();
+    int committed = 0;
+    int skipped = 0;
+    for (int kill = 0; kill <= kills; kill++) {
+      boolean last = kill == kills;
+      try (Child driver = Child.start(url, checkpoint, tmp)) {
+        driver.awaitBatches(last ? 3 : random.nextInt(4));
+        if (!last) {
+          Thread.sleep(random.nextInt(800));
+        }
+        driver.kill();
+        committed += driver.committed.get();
+        skipped += driver.skipped.get();
+      }
+      assertEveryValueOnce(url, sink.lastCommittedBatchId(), "after kill " + kill);
+    }
+    System.out.printf(
+        "ForeachBatchKillIT: kills=%d, batches committed=%d, replays skipped=%d, last batch=%d%n",
+        kills, committed, skipped, sink.lastCommittedBatchId().orElse(-1));
+    assertThat(committed).isPositive();
+  }
+
+  private static void assertEveryValueOnce(String url, OptionalLong lastBatch, String when)
+      throws Exception {
+    try (Connection c = DriverManager.getConnection(url);
+        Statement s = c.createStatement();
+        ResultSet r =
+            s.executeQuery(
+                "SELECT count(*), count(DISTINCT v), coalesce(max(v), -1), coalesce(max(batch_id), -1)"
+                    + " FROM rate_values")) {
+      r.next();
+      long rows = r.getLong(1);
+      assertThat(r.getLong(2)).as("distinct values %s", when).isEqualTo(rows);
+      assertThat(r.getLong(3)).as("max value %s (values 0..n-1)", when).isEqualTo(rows - 1);
+      assertThat(r.getLong(4))
+          .as("largest batch id written %s", when)
+          .isEqualTo(lastBatch.orElse(-1));
+    }
+  }
+
+  /** A {@link ForeachBatchDriver} in a child JVM; killed on close at the latest. */
+  private static final class Child implements AutoCloseable {
+    final Process process;
+    final AtomicInteger committed = new AtomicInteger();
+    final AtomicInteger skipped = new AtomicInteger();
+    private final Deque<String> tail = new ArrayDeque<>();
+    private final Thread reader;
+
+    private Child(Process process) {
+      this.process = process;
+      this.reader = new Thread(this::read, "foreach-batch-driver-" + process.pid());
+      reader.setDaemon(true);
+      reader.start();
+    }
+
+    static Child start(String url, String checkpoint, Path tmp) throws IOException {
+      String classpath =
+          System.getProperty("streamstate.classesDirs")
+              + ":"
+              + Files.readString(Path.of(System.getProperty("streamstate.testClasspathFile")))
+                  .trim();
+      List<String> command = new ArrayList<>();
+      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      command.addAll(
+          Arrays.asList(System.getProperty("streamstate.jvmFlags", "").trim().split("\\s+")));
+      command.add("-Xmx768m");
+      command.add("-XX:+UseSerialGC");
+      command.add("-cp");
+      command.add(classpath);
+      command.add(ForeachBatchDriver.class.getName());
+      command.add(url);
+      command.add(checkpoint);
+      command.add("rate-values");
+      command.add(Files.createTempDirectory(tmp, "spark-local").toString());
+      ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+      pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+      return new Child(pb.start());
+    }
+
+    private void read() {
+      try (BufferedReader in =
+          new BufferedReader(
+              new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = in.readLine()) != null) {
+          if (line.startsWith("COMMITTED")) {
+            committed.incrementAndGet();
+          } else if (line.startsWith("SKIPPED_REPLAY")) {
+            skipped.incrementAndGet();
+          }
+          synchronized (tail) {
+            tail.addLast(line);
+            if (tail.size() > 200) {
+              tail.removeFirst();
+            }
+          }
+        }
+      } catch (IOException e) {
+        // The process was killed.
+      }
+    }
+
+    void awaitBatches(int n) {
+      await("driver " + process.pid() + " to write " + n + " batches")
+          .atMost(Duration.ofMinutes(3))
+          .pollInterval(Duration.ofMillis(50))
+          .until(
+              () -> {
+                if (!process.isAlive()) {
+                  synchronized (tail) {
+                    throw new AssertionError(
+                        "Driver exited with "
+                            + process.exitValue()
+                            + ":\n"
+                            + String.join("\n", tail));
+                  }
+                }
+                return committed.get() + skipped.get() >= n;
+              });
+    }
+
+    void kill() throws InterruptedException {
+      process.destroyForcibly();
+      process.waitFor();
+      reader.join(10_000);
+    }
+
+    @Override
+    public void close() {
+      try {
+        kill();
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}
