@@ -58,7 +58,7 @@ class ForeachBatchKillIT {
 
   @Test
   void everyValueOnceAcrossKillsOfTheQueryDriver() throws Exception {
-    int kills = Integer.getInteger("streamstate.foreachBatchKills", 5);
+    int kills = Integer.getInteger("streamstate.foreachBatchKills", 3);
     Random random = new Random(Long.getLong("streamstate.kafkaSeed", 20L));
     String url = postgres.createDatabase("foreach_batch_kill");
     try (Connection c = DriverManager.getConnection(url);
