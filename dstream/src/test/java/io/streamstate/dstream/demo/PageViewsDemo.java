@@ -1,12 +1,10 @@
 package io.streamstate.dstream.demo;
 
 import io.streamstate.dstream.jdbc.JdbcConnectionFactory;
+import io.streamstate.dstream.testing.ChildJvm;
 import io.streamstate.dstream.testing.EmbeddedPostgresFixture;
 import io.streamstate.dstream.testing.KafkaBrokerFixture;
-import java.io.BufferedReader;
 import java.io.File;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.DriverManager;
@@ -75,8 +73,8 @@ public final class PageViewsDemo {
       say(
           "Run 1: the streaming job starts; it will be killed (kill -9) %d ms after its batch %d",
           killDelayMs, killAfterBatches);
-      Process first = start(job);
-      AtomicInteger firstBatches = follow(first, "run 1", dir.resolve("run-1.log"));
+      AtomicInteger firstBatches = new AtomicInteger();
+      ChildJvm first = start(job, "run 1", dir.resolve("run-1.log"), firstBatches);
       long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
       while (firstBatches.get() < killAfterBatches && first.isAlive()) {
         if (System.nanoTime() > waitUntil) {
@@ -85,12 +83,12 @@ public final class PageViewsDemo {
         Thread.sleep(20);
       }
       Thread.sleep(killDelayMs);
-      first.destroyForcibly().waitFor(30, TimeUnit.SECONDS);
+      first.kill();
       say("Run 1 killed after %d batches", firstBatches.get());
 
       say("Run 2: a new JVM, a new StreamingContext; the state and the offsets resume");
-      Process second = start(job);
-      AtomicInteger secondBatches = follow(second, "run 2", dir.resolve("run-2.log"));
+      AtomicInteger secondBatches = new AtomicInteger();
+      ChildJvm second = start(job, "run 2", dir.resolve("run-2.log"), secondBatches);
       producer.join();
       Map<TopicPartition, Long> end = kafka.endOffsets(TOPIC, PARTITIONS);
       Files.writeString(
@@ -98,8 +96,8 @@ public final class PageViewsDemo {
           end.entrySet().stream()
               .map(e -> e.getKey().partition() + "=" + e.getValue())
               .collect(Collectors.joining(",")));
-      if (!second.waitFor(150, TimeUnit.SECONDS) || second.exitValue() != 0) {
-        second.destroyForcibly();
+      if (!second.waitFor(150) || second.exitValue() != 0) {
+        second.kill();
         throw new IllegalStateException(
             "Run 2 did not finish the input; see " + dir.resolve("run-2.log"));
       }
@@ -160,55 +158,24 @@ public final class PageViewsDemo {
         "demo-producer");
   }
 
-  private static Process start(String[] args) throws Exception {
-    List<String> command = new ArrayList<>();
-    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    for (String flag : System.getProperty("demo.jvmFlags", "").split(" ")) {
-      if (!flag.isBlank()) {
-        command.add(flag);
-      }
-    }
-    command.add("-Xmx1g");
-    command.add("-cp");
-    command.add(System.getProperty("java.class.path"));
-    command.add(PageViewsJob.class.getName());
-    command.addAll(List.of(args));
-    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-    builder.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
-    return builder.start();
-  }
-
   /**
-   * Writes the job's output to {@code log}, echoes its STARTED and STOPPED lines, counts batches.
+   * Starts the job in a JVM of its own, its output to {@code log}; echoes its STARTED and STOPPED
+   * lines and counts its batches in {@code batches}.
    */
-  private static AtomicInteger follow(Process process, String run, Path log) {
-    AtomicInteger batches = new AtomicInteger();
-    Thread t =
-        new Thread(
-            () -> {
-              try (BufferedReader in =
-                      new BufferedReader(
-                          new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-                  java.io.Writer out = Files.newBufferedWriter(log)) {
-                String line;
-                while ((line = in.readLine()) != null) {
-                  out.write(line);
-                  out.write('\n');
-                  out.flush();
-                  if (line.startsWith("BATCH")) {
-                    batches.incrementAndGet();
-                  } else if (line.startsWith("STARTED") || line.startsWith("STOPPED")) {
-                    say("  %s: %s", run, line);
-                  }
-                }
-              } catch (Exception e) {
-                // the process was killed
+  private static ChildJvm start(String[] args, String run, Path log, AtomicInteger batches)
+      throws Exception {
+    return ChildJvm.main(PageViewsJob.class, List.of(args))
+        .heap("1g")
+        .log(log)
+        .onLine(
+            line -> {
+              if (line.startsWith("BATCH")) {
+                batches.incrementAndGet();
+              } else if (line.startsWith("STARTED") || line.startsWith("STOPPED")) {
+                say("  %s: %s", run, line);
               }
-            },
-            "follow-" + run);
-    t.setDaemon(true);
-    t.start();
-    return batches;
+            })
+        .start();
   }
 
   private static List<String> union(java.util.Set<String> a, java.util.Set<String> b) {

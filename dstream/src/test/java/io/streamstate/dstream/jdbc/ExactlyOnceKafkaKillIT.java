@@ -3,12 +3,10 @@ package io.streamstate.dstream.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.dstream.testing.ChildJvm;
 import io.streamstate.dstream.testing.EmbeddedPostgresFixture;
 import io.streamstate.dstream.testing.KafkaBrokerFixture;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -17,10 +15,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -309,86 +304,54 @@ class ExactlyOnceKafkaKillIT {
    * A {@link KafkaSumsDriver} in a child JVM, its output counted; killed on close at the latest.
    */
   private static final class Driver implements AutoCloseable {
-    final Process process;
     final AtomicInteger committed = new AtomicInteger();
     final AtomicInteger skipped = new AtomicInteger();
     final AtomicInteger refused = new AtomicInteger();
     volatile String refusal;
-    private final Deque<String> tail = new ArrayDeque<>();
-    private final Thread reader;
-
-    private Driver(Process process) {
-      this.process = process;
-      this.reader = new Thread(this::read, "driver-output-" + process.pid());
-      reader.setDaemon(true);
-      reader.start();
-    }
+    private ChildJvm child;
 
     static Driver start(String url, String topic, String app, String mode, String rate, Path tmp)
         throws IOException {
-      String classpath =
-          System.getProperty("streamstate.classesDirs")
-              + ":"
-              + Files.readString(Path.of(System.getProperty("streamstate.testClasspathFile")))
-                  .trim();
-      List<String> command = new ArrayList<>();
-      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      command.addAll(
-          Arrays.asList(System.getProperty("streamstate.jvmFlags", "").trim().split("\\s+")));
-      command.add("-Xmx768m");
-      command.add("-XX:+UseSerialGC");
-      command.add("-cp");
-      command.add(classpath);
-      command.add(KafkaSumsDriver.class.getName());
-      command.add(kafka.bootstrapServers());
-      command.add(url);
-      command.add(topic);
-      command.add(String.valueOf(PARTITIONS));
-      command.add(app);
-      command.add(mode);
-      command.add(rate);
-      command.add(Files.createTempDirectory(tmp, "spark-local").toString());
-      ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
-      pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
-      return new Driver(pb.start());
+      Driver driver = new Driver();
+      driver.child =
+          ChildJvm.main(
+                  KafkaSumsDriver.class,
+                  List.of(
+                      kafka.bootstrapServers(),
+                      url,
+                      topic,
+                      String.valueOf(PARTITIONS),
+                      app,
+                      mode,
+                      rate,
+                      Files.createTempDirectory(tmp, "spark-local").toString()))
+              .jvmArgs("-XX:+UseSerialGC")
+              .onLine(driver::count)
+              .start();
+      return driver;
     }
 
-    private void read() {
-      try (BufferedReader in =
-          new BufferedReader(
-              new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        String line;
-        while ((line = in.readLine()) != null) {
-          if (line.startsWith("COMMITTED")) {
-            committed.incrementAndGet();
-          } else if (line.startsWith("SKIPPED_REPLAY")) {
-            skipped.incrementAndGet();
-          } else if (line.contains(OffsetMismatchException.class.getName() + ":")) {
-            // Spark logs the failure several times: count the driver once, keep the first message.
-            if (refused.compareAndSet(0, 1)) {
-              refusal = line.substring(line.indexOf(OffsetMismatchException.class.getName()));
-            }
-          }
-          synchronized (tail) {
-            tail.addLast(line);
-            if (tail.size() > 200) {
-              tail.removeFirst();
-            }
-          }
+    private void count(String line) {
+      if (line.startsWith("COMMITTED")) {
+        committed.incrementAndGet();
+      } else if (line.startsWith("SKIPPED_REPLAY")) {
+        skipped.incrementAndGet();
+      } else if (line.contains(OffsetMismatchException.class.getName() + ":")) {
+        // Spark logs the failure several times: count the driver once, keep the first message.
+        if (refused.compareAndSet(0, 1)) {
+          refusal = line.substring(line.indexOf(OffsetMismatchException.class.getName()));
         }
-      } catch (IOException e) {
-        // The process was killed.
       }
     }
 
     /** Waits until this driver has committed n batches (a zombie may instead have been refused). */
     void awaitCommitsOrExit(int n) {
-      await("driver " + process.pid() + " to commit " + n + " batches")
+      await("driver " + child.pid() + " to commit " + n + " batches")
           .atMost(Duration.ofMinutes(3))
           .pollInterval(Duration.ofMillis(50))
           .until(
               () -> {
-                if (!process.isAlive()) {
+                if (!child.isAlive()) {
                   if (refused.get() > 0) {
                     return true; // A zombie refused with OffsetMismatchException: expected.
                   }
@@ -399,32 +362,19 @@ class ExactlyOnceKafkaKillIT {
     }
 
     void failIfExited() {
-      if (!process.isAlive()) {
+      if (!child.isAlive()) {
         throw new AssertionError(
-            "Driver " + process.pid() + " exited with " + process.exitValue() + ":\n" + tail());
-      }
-    }
-
-    String tail() {
-      synchronized (tail) {
-        return String.join("\n", tail);
+            "Driver " + child.pid() + " exited with " + child.exitValue() + ":\n" + child.tail());
       }
     }
 
     void kill() throws InterruptedException {
-      process.destroyForcibly();
-      process.waitFor();
-      reader.join(10_000);
+      child.kill();
     }
 
     @Override
     public void close() {
-      try {
-        kill();
-      } catch (InterruptedException e) {
-        process.destroyForcibly();
-        Thread.currentThread().interrupt();
-      }
+      child.close();
     }
   }
 }

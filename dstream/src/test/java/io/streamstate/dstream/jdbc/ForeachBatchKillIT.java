@@ -3,11 +3,9 @@ package io.streamstate.dstream.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.dstream.testing.ChildJvm;
 import io.streamstate.dstream.testing.EmbeddedPostgresFixture;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -15,10 +13,6 @@ import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Deque;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.Random;
@@ -109,99 +103,55 @@ class ForeachBatchKillIT {
 
   /** A {@link ForeachBatchDriver} in a child JVM; killed on close at the latest. */
   private static final class Child implements AutoCloseable {
-    final Process process;
     final AtomicInteger committed = new AtomicInteger();
     final AtomicInteger skipped = new AtomicInteger();
-    private final Deque<String> tail = new ArrayDeque<>();
-    private final Thread reader;
-
-    private Child(Process process) {
-      this.process = process;
-      this.reader = new Thread(this::read, "foreach-batch-driver-" + process.pid());
-      reader.setDaemon(true);
-      reader.start();
-    }
+    private ChildJvm child;
 
     static Child start(String url, String checkpoint, Path tmp) throws IOException {
-      String classpath =
-          System.getProperty("streamstate.classesDirs")
-              + ":"
-              + Files.readString(Path.of(System.getProperty("streamstate.testClasspathFile")))
-                  .trim();
-      List<String> command = new ArrayList<>();
-      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      command.addAll(
-          Arrays.asList(System.getProperty("streamstate.jvmFlags", "").trim().split("\\s+")));
-      command.add("-Xmx768m");
-      command.add("-XX:+UseSerialGC");
-      command.add("-cp");
-      command.add(classpath);
-      command.add(ForeachBatchDriver.class.getName());
-      command.add(url);
-      command.add(checkpoint);
-      command.add("rate-values");
-      command.add(Files.createTempDirectory(tmp, "spark-local").toString());
-      ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
-      pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
-      return new Child(pb.start());
+      Child driver = new Child();
+      driver.child =
+          ChildJvm.main(
+                  ForeachBatchDriver.class,
+                  List.of(
+                      url,
+                      checkpoint,
+                      "rate-values",
+                      Files.createTempDirectory(tmp, "spark-local").toString()))
+              .jvmArgs("-XX:+UseSerialGC")
+              .onLine(driver::count)
+              .start();
+      return driver;
     }
 
-    private void read() {
-      try (BufferedReader in =
-          new BufferedReader(
-              new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-        String line;
-        while ((line = in.readLine()) != null) {
-          if (line.startsWith("COMMITTED")) {
-            committed.incrementAndGet();
-          } else if (line.startsWith("SKIPPED_REPLAY")) {
-            skipped.incrementAndGet();
-          }
-          synchronized (tail) {
-            tail.addLast(line);
-            if (tail.size() > 200) {
-              tail.removeFirst();
-            }
-          }
-        }
-      } catch (IOException e) {
-        // The process was killed.
+    private void count(String line) {
+      if (line.startsWith("COMMITTED")) {
+        committed.incrementAndGet();
+      } else if (line.startsWith("SKIPPED_REPLAY")) {
+        skipped.incrementAndGet();
       }
     }
 
     void awaitBatches(int n) {
-      await("driver " + process.pid() + " to write " + n + " batches")
+      await("driver " + child.pid() + " to write " + n + " batches")
           .atMost(Duration.ofMinutes(3))
           .pollInterval(Duration.ofMillis(50))
           .until(
               () -> {
-                if (!process.isAlive()) {
-                  synchronized (tail) {
-                    throw new AssertionError(
-                        "Driver exited with "
-                            + process.exitValue()
-                            + ":\n"
-                            + String.join("\n", tail));
-                  }
+                if (!child.isAlive()) {
+                  throw new AssertionError(
+                      "Driver exited with " + child.exitValue() + ":\n" + child.tail());
                 }
                 return committed.get() + skipped.get() >= n;
               });
     }
 
     void kill() throws InterruptedException {
-      process.destroyForcibly();
-      process.waitFor();
-      reader.join(10_000);
+      child.kill();
     }
 
     @Override
     public void close() {
-      try {
-        kill();
-      } catch (InterruptedException e) {
-        process.destroyForcibly();
-        Thread.currentThread().interrupt();
-      }
+      child.close();
     }
   }
 }

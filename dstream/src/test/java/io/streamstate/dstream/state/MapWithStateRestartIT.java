@@ -10,12 +10,11 @@ import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.dstream.IncrementalMapWithState;
 import io.streamstate.dstream.StreamStateDStreams;
 import io.streamstate.dstream.state.OrdinalInput.Kind;
-import java.io.File;
+import io.streamstate.dstream.testing.ChildJvm;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -182,30 +181,19 @@ class MapWithStateRestartIT {
 
     // A driver in a child JVM whose batch 5 never completes: batches 5, 6, ... commit their state
     // at job generation, but are never marked complete. Then kill -9.
-    List<String> command = new ArrayList<>();
-    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    String flags = System.getProperty("streamstate.jvmFlags", "");
-    command.addAll(Arrays.stream(flags.split("\\s+")).filter(s -> !s.isBlank()).toList());
-    command.add("-Xmx1g");
-    command.add("-cp");
-    command.add(
-        System.getProperty("streamstate.classesDirs")
-            + File.pathSeparator
-            + Files.readString(Path.of(System.getProperty("streamstate.testClasspathFile")))
-                .trim());
-    command.add(CountingAppMain.class.getName());
-    command.addAll(
-        List.of(
-            stateDir.toUri().toString(),
-            "killed",
-            outDir,
-            dir.resolve("child-local").toString(),
-            Long.toString(blockFrom)));
     Process child =
-        new ProcessBuilder(command)
-            .redirectErrorStream(true)
-            .redirectOutput(dir.resolve("child.log").toFile())
-            .start();
+        ChildJvm.main(
+                CountingAppMain.class,
+                List.of(
+                    stateDir.toUri().toString(),
+                    "killed",
+                    outDir,
+                    dir.resolve("child-local").toString(),
+                    Long.toString(blockFrom)))
+            .heap("1g")
+            .log(dir.resolve("child.log"))
+            .start()
+            .process();
     try {
       await()
           .atMost(Duration.ofSeconds(120))

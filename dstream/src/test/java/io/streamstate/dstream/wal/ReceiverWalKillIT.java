@@ -3,6 +3,7 @@ package io.streamstate.dstream.wal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.streamstate.dstream.testing.ChildJvm;
 import io.streamstate.hadoop.MiniDfsFixture;
 import io.streamstate.hadoop.S3ProxyFixture;
 import java.io.IOException;
@@ -14,7 +15,6 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -195,35 +195,15 @@ class ReceiverWalKillIT {
   }
 
   private static Process startDriver(int run, Path log, List<String> args) throws IOException {
-    List<String> command = new ArrayList<>();
-    command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-    String flags = System.getProperty("streamstate.jvmFlags", "").trim();
-    if (!flags.isEmpty()) {
-      command.addAll(Arrays.asList(flags.split("\\s+")));
-    }
-    command.add("-Xmx768m");
-    command.add("-XX:+UseParallelGC");
-    command.add("-XX:TieredStopAtLevel=1");
-    command.add("-Duser.timezone=UTC");
-    command.add("-D" + AckingReceiver.RUN_PROPERTY + "=" + run);
-    command.add("-cp");
-    command.add(childClasspath());
-    command.add(ReceiverWalDriver.class.getName());
-    command.addAll(args);
-    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-    builder.redirectOutput(log.toFile());
-    builder.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
-    return builder.start();
-  }
-
-  /** The module's classes and test classes, then the test class path's jars (failsafe's file). */
-  private static String childClasspath() throws IOException {
-    String dirs = System.getProperty("streamstate.classesDirs");
-    String file = System.getProperty("streamstate.testClasspathFile");
-    if (dirs == null || file == null) {
-      return System.getProperty("java.class.path");
-    }
-    return dirs + ":" + Files.readString(Path.of(file)).trim();
+    return ChildJvm.main(ReceiverWalDriver.class, args)
+        .jvmArgs(
+            "-XX:+UseParallelGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Duser.timezone=UTC",
+            "-D" + AckingReceiver.RUN_PROPERTY + "=" + run)
+        .log(log)
+        .start()
+        .process();
   }
 
   private static void awaitBatches(Process driver, Path out, int batches, Path log) {
