@@ -60,10 +60,14 @@ public final class PartitionUpdate {
         tx.createColumnFamily(StateCodec.STATE);
         tx.createColumnFamily(StateCodec.UPDATE_TIMES);
       }
+      if (!tx.columnFamilies().contains(StateCodec.META)) {
+        tx.createColumnFamily(StateCodec.META);
+      }
+      boolean indexed = keepTimeIndex(tx, plan.timesOut());
       if (base == 0) {
         while (initial.hasNext()) {
           Tuple2<K, S> entry = initial.next();
-          put(tx, codec.encode(entry._1()), codec.encode(entry._2()), now);
+          put(tx, codec.encode(entry._1()), codec.encode(entry._2()), now, indexed);
         }
       }
       StateImpl<S> state = new StateImpl<>();
@@ -77,13 +81,13 @@ public final class PartitionUpdate {
                 : Option.apply(codec.<S>decode(current, StateCodec.STATE_OFFSET)));
         Option<M> out = function.apply(batchTime, record._1(), Option.apply(record._2()), state);
         if (state.isRemoved()) {
-          remove(tx, key, current);
+          remove(tx, key, current, indexed);
         } else if (state.isUpdated() || (state.exists() && plan.timesOut())) {
-          if (current != null) {
+          if (current != null && indexed) {
             tx.delete(
                 StateCodec.UPDATE_TIMES, StateCodec.timeKey(StateCodec.updateTime(current), key));
           }
-          put(tx, key, codec.encode(state.get()), now);
+          put(tx, key, codec.encode(state.get()), now, indexed);
         }
         if (out.isDefined()) {
           mapped.add(out.get());
@@ -125,19 +129,61 @@ public final class PartitionUpdate {
       if (out.isDefined()) {
         mapped.add(out.get());
       }
-      remove(tx, key, current);
+      remove(tx, key, current, true);
     }
   }
 
-  private static void put(StateTransaction tx, byte[] key, byte[] state, long now) {
-    tx.put(StateCodec.STATE, key, StateCodec.stateValue(now, state));
-    tx.put(StateCodec.UPDATE_TIMES, StateCodec.timeKey(now, key), StateCodec.present());
+  /**
+   * Keeps the update-time index only while the spec has a timeout: without one it is dropped (its
+   * entries deleted, marked incomplete); with one, an incomplete index (a first batch, or a run
+   * whose new code added the timeout) is rebuilt from the states' update times first, so that every
+   * key can time out, not only those updated since.
+   *
+   * @return whether this batch maintains the index
+   */
+  private static boolean keepTimeIndex(StateTransaction tx, boolean timesOut) {
+    byte[] flag = StateCodec.timeIndexComplete();
+    boolean complete = tx.exists(StateCodec.META, flag);
+    if (timesOut == complete) {
+      return timesOut;
+    }
+    List<byte[]> stale = new ArrayList<>();
+    try (CloseableIterator<KeyValue> it = tx.iterator(StateCodec.UPDATE_TIMES)) {
+      while (it.hasNext()) {
+        stale.add(it.next().key());
+      }
+    }
+    stale.forEach(k -> tx.delete(StateCodec.UPDATE_TIMES, k));
+    if (!timesOut) {
+      tx.delete(StateCodec.META, flag);
+      return false;
+    }
+    List<byte[]> entries = new ArrayList<>();
+    try (CloseableIterator<KeyValue> it = tx.iterator(StateCodec.STATE)) {
+      while (it.hasNext()) {
+        KeyValue kv = it.next();
+        entries.add(StateCodec.timeKey(StateCodec.updateTime(kv.value()), kv.key()));
+      }
+    }
+    entries.forEach(k -> tx.put(StateCodec.UPDATE_TIMES, k, StateCodec.present()));
+    tx.put(StateCodec.META, flag, StateCodec.present());
+    return true;
   }
 
-  private static void remove(StateTransaction tx, byte[] key, byte[] current) {
+  private static void put(
+      StateTransaction tx, byte[] key, byte[] state, long now, boolean indexed) {
+    tx.put(StateCodec.STATE, key, StateCodec.stateValue(now, state));
+    if (indexed) {
+      tx.put(StateCodec.UPDATE_TIMES, StateCodec.timeKey(now, key), StateCodec.present());
+    }
+  }
+
+  private static void remove(StateTransaction tx, byte[] key, byte[] current, boolean indexed) {
     if (current != null) {
       tx.delete(StateCodec.STATE, key);
-      tx.delete(StateCodec.UPDATE_TIMES, StateCodec.timeKey(StateCodec.updateTime(current), key));
+      if (indexed) {
+        tx.delete(StateCodec.UPDATE_TIMES, StateCodec.timeKey(StateCodec.updateTime(current), key));
+      }
     }
   }
 

@@ -16,7 +16,11 @@ import scala.reflect.ClassTag$;
  *   <li>{@value #STATE}: key → {@code [update time, 8 bytes big-endian][state]}
  *   <li>{@value #UPDATE_TIMES}: {@code [update time, 8 bytes, sign flipped, big-endian][key]} → a
  *       one-byte marker: the keys ordered by their last update, so that a batch finds the keys it
- *       times out by a range scan below its threshold, without reading any state.
+ *       times out by a range scan below its threshold, without reading any state. Kept only while
+ *       the spec has a timeout (it costs a put and a delete per update); {@value #META} says
+ *       whether it is complete.
+ *   <li>{@value #META}: {@value #TIME_INDEX_COMPLETE} → a marker, present while {@value
+ *       #UPDATE_TIMES} holds every key.
  * </ul>
  *
  * Keys and states are serialized with the process's Spark serializer ({@code spark.serializer};
@@ -31,6 +35,12 @@ public final class StateCodec {
 
   /** The column family of the keys by update time. */
   public static final String UPDATE_TIMES = "updateTimes";
+
+  /** The column family of the partition's own facts. */
+  public static final String META = "meta";
+
+  /** The key of {@value #META} present while the update-time index is complete. */
+  public static final String TIME_INDEX_COMPLETE = "timeIndexComplete";
 
   private static final byte[] PRESENT = {1};
 
@@ -97,6 +107,11 @@ public final class StateCodec {
     byte[] key = new byte[timeKey.length - 8];
     System.arraycopy(timeKey, 8, key, 0, key.length);
     return key;
+  }
+
+  /** The key {@value #TIME_INDEX_COMPLETE} of {@value #META}, as bytes. */
+  static byte[] timeIndexComplete() {
+    return TIME_INDEX_COMPLETE.getBytes(java.nio.charset.StandardCharsets.UTF_8);
   }
 
   /** The value of every key of {@value #UPDATE_TIMES}. */

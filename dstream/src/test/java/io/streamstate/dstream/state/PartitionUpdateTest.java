@@ -190,4 +190,51 @@ class PartitionUpdateTest {
     assertThat(b4.mapped()).containsExactly("busy:timeout");
     assertThat(state(store, b4)).isEmpty();
   }
+
+  @Test
+  void aTimeoutAddedByNewCodeTimesOutKeysNotUpdatedSinceAndDroppingItDropsTheIndex() {
+    VersionedStore store = openStore();
+    // Runs without a timeout: no index is kept.
+    BatchRecord<String> b1 =
+        apply(store, new BatchPlan(location, 1, new long[] {0}, 1000, -1), batch("old", 1, "x", 1));
+    BatchRecord<String> b2 =
+        apply(
+            store, new BatchPlan(location, 2, new long[] {b1.commitId()}, 2000, -1), batch("x", 1));
+    assertThat(indexEntries(store, b2)).isZero();
+    // New code adds a timeout of 1.5 s at batch time 4000: "old" (updated at 1000) and "x" (2000)
+    // are idle; "new" is updated now.
+    BatchRecord<String> b3 =
+        apply(
+            store,
+            new BatchPlan(location, 3, new long[] {b2.commitId()}, 4000, 1500),
+            batch("new", 1));
+    assertThat(b3.mapped()).containsExactlyInAnyOrder("new=1", "old:timeout", "x:timeout");
+    assertThat(state(store, b3)).isEqualTo(Map.of("new", 1));
+    assertThat(indexEntries(store, b3)).isEqualTo(1);
+    // And removed again: the index goes with it, the states stay.
+    BatchRecord<String> b4 =
+        apply(
+            openStore(),
+            new BatchPlan(location, 4, new long[] {b3.commitId()}, 9000, -1),
+            batch("y", 1));
+    assertThat(b4.mapped()).containsExactly("y=1");
+    assertThat(state(store, b4)).isEqualTo(Map.of("new", 1, "y", 1));
+    assertThat(indexEntries(store, b4)).isZero();
+  }
+
+  private static int indexEntries(VersionedStore store, BatchRecord<?> record) {
+    int n = 0;
+    try (io.streamstate.core.engine.StateTransaction tx =
+            store.begin(record.version(), java.util.OptionalLong.of(record.commitId()));
+        io.streamstate.core.engine.CloseableIterator<io.streamstate.core.engine.KeyValue> it =
+            tx.iterator(StateCodec.UPDATE_TIMES)) {
+      tx.expectCommit(false);
+      while (it.hasNext()) {
+        it.next();
+        n++;
+      }
+      tx.abort();
+    }
+    return n;
+  }
 }
