@@ -7,6 +7,7 @@ import io.streamstate.dstream.jdbc.DirectStreamOffsets;
 import io.streamstate.dstream.jdbc.ExactlyOnceJdbc;
 import io.streamstate.dstream.jdbc.JdbcConnectionFactory;
 import io.streamstate.dstream.state.BatchMarker;
+import io.streamstate.dstream.testing.KafkaBrokerFixture;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -21,10 +22,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.Optional;
 import org.apache.spark.streaming.Durations;
@@ -114,13 +113,7 @@ public final class PageViewsJob {
     JavaStreamingContext ssc = new JavaStreamingContext(conf, Durations.seconds(1));
     ssc.checkpoint(checkpointDir); // RDD checkpoints of the window; no metadata restore.
 
-    Map<String, Object> kafka = new HashMap<>();
-    kafka.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    kafka.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-    kafka.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-    kafka.put(ConsumerConfig.GROUP_ID_CONFIG, APP);
-    kafka.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    kafka.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    Map<String, Object> kafka = KafkaBrokerFixture.directStreamParams(bootstrap, APP);
     JavaInputDStream<ConsumerRecord<String, String>> stream =
         KafkaUtils.createDirectStream(
             ssc,

@@ -1,5 +1,6 @@
 package io.streamstate.dstream.jdbc;
 
+import io.streamstate.dstream.testing.KafkaBrokerFixture;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -11,10 +12,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.streaming.Durations;
@@ -80,13 +79,7 @@ public final class KafkaSumsDriver {
             .set("spark.local.dir", localDir)
             .set("spark.streaming.kafka.maxRatePerPartition", rate);
     JavaStreamingContext ssc = new JavaStreamingContext(conf, Durations.milliseconds(500));
-    Map<String, Object> kafkaParams = new HashMap<>();
-    kafkaParams.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    kafkaParams.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-    kafkaParams.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
-    kafkaParams.put(ConsumerConfig.GROUP_ID_CONFIG, app);
-    kafkaParams.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    kafkaParams.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    Map<String, Object> kafkaParams = KafkaBrokerFixture.directStreamParams(bootstrap, app);
     // Assign, not Subscribe: a zombie and its replacement share the group id, and group
     // management would split the partitions between them.
     JavaInputDStream<ConsumerRecord<String, String>> stream =

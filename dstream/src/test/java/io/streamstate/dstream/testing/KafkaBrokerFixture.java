@@ -20,10 +20,12 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.metadata.storage.Formatter;
@@ -114,6 +116,21 @@ public final class KafkaBrokerFixture implements AutoCloseable {
   }
 
   /** {@code host:port} of the broker's listener, for {@code bootstrap.servers}. */
+  /**
+   * The consumer settings of a direct stream over this broker's string records, as a driver in
+   * another JVM builds them: no auto commit (offsets are the application's), earliest when none.
+   */
+  public static Map<String, Object> directStreamParams(String bootstrap, String group) {
+    Map<String, Object> params = new HashMap<>();
+    params.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    params.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+    params.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class);
+    params.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+    params.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    params.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    return params;
+  }
+
   public String bootstrapServers() {
     return bootstrapServers;
   }
