@@ -177,30 +177,22 @@ final class WalWriter {
           out.write(WalFile.header());
           out.write(chunk);
         };
+    // Journaled: the append, hedged by a segment. Otherwise: a segment, hedged by a second name.
+    HedgeCopy primary =
+        appends != null
+            ? new GroupAppend(minTime, maxTime, group.size())
+            : HedgeCopy.create(storage, segment, segmentContent);
+    String alternate =
+        appends != null ? segment : WalNames.segment(writerDir, segmentStop, groupNo, true);
+    HedgedPublish won =
+        hedger.publish(primary, HedgeCopy.create(storage, alternate, segmentContent), chunk);
     String file;
     long base;
-    if (appends != null) {
-      HedgedPublish won =
-          hedger.publish(
-              new GroupAppend(minTime, maxTime, group.size()),
-              HedgeCopy.create(storage, segment, segmentContent),
-              chunk);
-      int at = won.name().lastIndexOf('#');
-      if (at >= 0) {
-        file = won.name().substring(0, at);
-        base = Long.parseLong(won.name().substring(at + 1));
-      } else {
-        file = won.name();
-        base = WalFile.HEADER_LENGTH;
-        fileWritten.accept(file);
-      }
+    int at = won.name().lastIndexOf('#'); // an append: <journal>#<offset>
+    if (at >= 0) {
+      file = won.name().substring(0, at);
+      base = Long.parseLong(won.name().substring(at + 1));
     } else {
-      HedgedPublish won =
-          hedger.publish(
-              HedgeCopy.create(storage, segment, segmentContent),
-              HedgeCopy.create(
-                  storage, WalNames.segment(writerDir, segmentStop, groupNo, true), segmentContent),
-              new byte[0]);
       file = won.name();
       base = WalFile.HEADER_LENGTH;
       fileWritten.accept(file);
