@@ -117,6 +117,9 @@ public final class ReceiverWalDriver {
     extra.forEach(conf::set);
     JavaStreamingContext ssc = new JavaStreamingContext(conf, Durations.milliseconds(500));
     ssc.checkpoint(checkpoint);
+    // Keep every received block for the run: the test checks our log's files afterwards, which
+    // Spark's cleanup (blocks older than the remember duration) would otherwise race.
+    ssc.remember(Durations.minutes(10));
     JavaReceiverInputDStream<Long> ids = ssc.receiverStream(new AckingReceiver(ackFile));
     ids.foreachRDD(
         (rdd, time) -> {
