@@ -190,6 +190,21 @@ final class BenchSettings {
     return childRound >= 0;
   }
 
+  /**
+   * Extra flags for each child JVM, {@code -Dbench.childJvmArgs="..."} split at spaces, with {@code
+   * {round}} and {@code {cell}} replaced (e.g. a JFR recording per child: {@code
+   * -XX:StartFlightRecording=filename=/tmp/r{round}c{cell}.jfr}).
+   */
+  static List<String> childJvmArgs(int round, int cell) {
+    String flags = System.getProperty("bench.childJvmArgs", "").trim();
+    List<String> args = new ArrayList<>();
+    for (String flag : flags.isEmpty() ? new String[0] : flags.split("\\s+")) {
+      args.add(
+          flag.replace("{round}", String.valueOf(round)).replace("{cell}", String.valueOf(cell)));
+    }
+    return args;
+  }
+
   /** The heap of a child JVM: {@code -Dbench.childXmx}, 6g unless set. */
   static String childXmx() {
     return System.getProperty("bench.childXmx", "6g");

@@ -61,6 +61,7 @@ final class Orchestrator {
       }
     }
     cmd.add("-Xmx" + BenchSettings.childXmx());
+    cmd.addAll(BenchSettings.childJvmArgs(round, cell));
     cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));

@@ -2,6 +2,7 @@ package io.streamstate.spark.shared;
 
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgePolicy;
@@ -65,9 +66,10 @@ import org.apache.hadoop.conf.Configuration;
  *   <tr><td>{@value #GROUP_COMMIT_MAX_WAIT_MS}</td><td>250</td><td>how long a commit waits at most
  *       for the other tasks of the executor that began a store of the same batch together with it;
  *       a commit that no other task can join is written at once</td></tr>
- *   <tr><td>{@value #GROUP_COMMIT_WAVE_MS}</td><td>250</td><td>"together": tasks that began their
- *       store within this long of each other (a wave of tasks); later tasks are not waited
- *       for</td></tr>
+ *   <tr><td>{@value #GROUP_COMMIT_WAVE_MS}</td><td>0 with the segment journal, 250
+ *       without (S3)</td><td>"together": tasks that began their store within this long of each
+ *       other (a wave of tasks); later tasks are not waited for. With the journal, commits that
+ *       arrive while an append is being written go together in the next one</td></tr>
  *   <tr><td>{@value #HEDGE_ENABLED}</td><td>true</td><td>hedge slow changelog writes: a write
  *       still running at its deadline is written again under the commit's alternate name and the
  *       first copy to complete commits (the other is deleted); see {@code docs/protocol.md},
@@ -258,7 +260,9 @@ public class StreamStateSettings {
         lockTimeout,
         hedgePolicy(confs),
         groupCommitMaxWaitMs(confs),
-        nonNegative(confs, GROUP_COMMIT_WAVE_MS, 250),
+        confs.containsKey(GROUP_COMMIT_WAVE_MS)
+            ? nonNegative(confs, GROUP_COMMIT_WAVE_MS, 0)
+            : GroupCommitter.DEFAULT_WAVE,
         journal(confs, grace));
   }
 
@@ -331,7 +335,10 @@ public class StreamStateSettings {
     return value;
   }
 
-  /** Which tasks a group commit waits for: those that began within this long of each other. */
+  /**
+   * Which tasks a group commit waits for: those that began within this long of each other; {@link
+   * GroupCommitter#DEFAULT_WAVE} unless set (0 with a journal, 250 ms without).
+   */
   public long groupCommitWaveMs() {
     return groupCommitWaveMs;
   }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgePolicy;
 import java.time.Duration;
@@ -31,7 +32,7 @@ class StreamStateSettingsTest {
     assertThat(s.localDir()).isEmpty();
     assertThat(s.groupCommitEnabled()).isTrue();
     assertThat(s.groupCommitMaxWaitMs()).isEqualTo(250);
-    assertThat(s.groupCommitWaveMs()).isEqualTo(250);
+    assertThat(s.groupCommitWaveMs()).isEqualTo(GroupCommitter.DEFAULT_WAVE);
     assertThat(s.journal()).isNotNull();
     assertThat(s.hedgePolicy().isEnabled()).isTrue();
   }
