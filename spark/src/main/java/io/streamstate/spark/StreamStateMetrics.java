@@ -131,6 +131,23 @@ public final class StreamStateMetrics {
       new StateStoreCustomSizeMetric(
           "rocksdbNumInternalColumnFamilies", "streamstate: number of internal column families");
 
+  /**
+   * The process's RocksDB memory budget (one per executor, {@code memoryCapBytes}) as each
+   * partition's share: the cap, and the part of the cache that readers pin (blocks of open
+   * iterators, which eviction cannot free). Summed over an operator's partitions on one executor,
+   * the process's figure; Spark's {@code memoryUsedBytes} is the share of the cache in use (blocks
+   * and memtables).
+   */
+  public static final StateStoreCustomSizeMetric MEMORY_CAP =
+      new StateStoreCustomSizeMetric(
+          "streamstateMemoryCapBytes",
+          "streamstate: the executor's RocksDB memory cap, as this operator's partitions' share");
+
+  public static final StateStoreCustomSizeMetric MEMORY_PINNED =
+      new StateStoreCustomSizeMetric(
+          "streamstateMemoryPinnedBytes",
+          "streamstate: RocksDB cache pinned by readers, as this operator's partitions' share");
+
   private static final List<StateStoreCustomMetric> ALL =
       List.of(
           COMMIT_LATENCY,
@@ -155,7 +172,9 @@ public final class StreamStateMetrics {
           FORCE_SNAPSHOT,
           INTERNAL_FAMILY_KEYS,
           EXTERNAL_FAMILIES,
-          INTERNAL_FAMILIES);
+          INTERNAL_FAMILIES,
+          MEMORY_CAP,
+          MEMORY_PINNED);
 
   private StreamStateMetrics() {}
 

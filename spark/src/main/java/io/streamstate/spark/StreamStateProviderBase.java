@@ -435,6 +435,9 @@ abstract class StreamStateProviderBase {
             forcedSnapshot,
             useColumnFamilies ? rows : new RowCounts.Totals(rows.keys(), 0, 0, 0));
     metricsAtLastCommit = now;
+    long providers = Math.max(1, liveProviders.count.get());
+    values.put(StreamStateMetrics.MEMORY_CAP, budget.capBytes() / providers);
+    values.put(StreamStateMetrics.MEMORY_PINNED, budget.pinnedBytes() / providers);
     return values;
   }
 

@@ -358,11 +358,16 @@ final class Report {
             + " runs, so they include one batch's working memory (the same input for every"
             + " provider). last 3 = median (max) of the samples after the last three batches."
             + " heap ×ours = this provider's last-3 median minus baseline, divided by"
-            + " ours (in bold; >1: ours holds less).\n\n");
+            + " ours (in bold; >1: ours holds less). RSS max = the largest sample of the steady"
+            + " batches. recovery = ms from start() of the restarted query to the end of its"
+            + " first batch, after every store of the stopped run was closed (Spark's"
+            + " `StateStore.stop`): each store loads from durable storage into a new local"
+            + " directory.\n\n");
     md.append(
         "| workload | keys | provider | state rows | heap baseline | heap last 3 | heap Δ |"
-            + " heap ×ours | RSS baseline | RSS last 3 | RSS Δ | batch p50 |\n");
-    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+            + " heap ×ours | RSS baseline | RSS last 3 | RSS Δ | RSS max | batch p50 |"
+            + " recovery |\n");
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Map.Entry<String, Map<String, List<Row>>> g : groups.entrySet()) {
       String[] key = g.getKey().split("\\|");
       int batches = settings.batches(Long.parseLong(key[1]));
@@ -390,6 +395,13 @@ final class Report {
                     .mapToDouble(r -> r.d("triggerMs")));
         double heapDelta = pct(heap, 50) - heapBase;
         deltas.put(p.getKey(), new double[] {heapDelta});
+        List<Row> recovery =
+            p.getValue().stream().filter(r -> r.s("phase").equals("recovery")).toList();
+        double[] steadyRss =
+            sorted(
+                p.getValue().stream()
+                    .filter(r -> r.s("phase").equals("steady"))
+                    .mapToDouble(r -> r.d("rssMb")));
         lines.add(
             new String[] {
               key[0],
@@ -403,7 +415,9 @@ final class Report {
               ms(rssBase),
               ms(pct(rss, 50)) + " (" + ms(pct(rss, 100)) + ")",
               ms(pct(rss, 50) - rssBase),
-              ms(pct(t, 50))
+              ms(pct(steadyRss, 100)),
+              ms(pct(t, 50)),
+              recovery.isEmpty() ? "–" : ms(recovery.get(0).d("sinceStartMs"))
             });
       }
       double[] ours = deltas.get(reference);

@@ -154,10 +154,17 @@ final class RoundRunner {
             cell.batches(),
             timeoutMs,
             csv);
-    // No recovery run for the baseline (nothing to recover), the saturation runs (measured in the
-    // matrix) and heap mode (memory only).
-    if (cell.provider().discardsState || !cell.kind().equals("matrix")) {
+    // No recovery run for the baseline (nothing to recover) and the saturation runs (measured in
+    // the matrix).
+    if (cell.provider().discardsState || cell.kind().equals("saturation")) {
       return steady;
+    }
+    if (settings.heap()) {
+      // Heap mode, one JVM per cell: close every store of the stopped run first (Spark's
+      // StateStore.stop), so the restart loads each from durable storage into a new provider
+      // instance with a fresh local directory, as an executor that never held the state would,
+      // and the old run's memory is not counted twice.
+      org.apache.spark.sql.execution.streaming.state.StateStore$.MODULE$.stop();
     }
     String recovery = runQuery(cell, target, "recovery", 1, timeoutMs, csv);
     return steady + "; recovery " + recovery;

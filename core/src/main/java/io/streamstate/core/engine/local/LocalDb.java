@@ -307,35 +307,39 @@ public final class LocalDb implements AutoCloseable {
           }
         }
       }
-      try (WriteBatch batch = new WriteBatch()) {
-        for (Changelog.FamilyChanges fc : changelog.changes()) {
-          ColumnFamilyHandle handle = families.get(fc.family());
-          if (handle == null) {
-            throw new StreamStateException(
-                "Changelog of version "
-                    + changelog.version()
-                    + " of store "
-                    + storeName
-                    + " writes to column family '"
-                    + fc.family()
-                    + "', which does not exist");
-          }
-          byte[] bound = liveLowerBounds.get(fc.family());
-          for (Changelog.Change c : fc.changes()) {
-            if (c.isDelete()) {
-              batch.delete(handle, c.key());
-            } else {
-              batch.put(handle, c.key(), c.value());
-              if (bound != null && ByteKeys.ORDER.compare(c.key(), bound) < 0) {
-                bound = c.key().clone();
-              }
+      WriteBatchRep batch = new WriteBatchRep(WriteBatchRep.sizeOf(changelog));
+      for (Changelog.FamilyChanges fc : changelog.changes()) {
+        ColumnFamilyHandle handle = families.get(fc.family());
+        if (handle == null) {
+          throw new StreamStateException(
+              "Changelog of version "
+                  + changelog.version()
+                  + " of store "
+                  + storeName
+                  + " writes to column family '"
+                  + fc.family()
+                  + "', which does not exist");
+        }
+        int id = handle.getID();
+        byte[] bound = liveLowerBounds.get(fc.family());
+        for (Changelog.Change c : fc.changes()) {
+          if (c.isDelete()) {
+            batch.delete(id, c.key());
+          } else {
+            batch.put(id, c.key(), c.value());
+            if (bound != null && ByteKeys.ORDER.compare(c.key(), bound) < 0) {
+              bound = c.key().clone();
             }
           }
-          if (bound != null) {
-            liveLowerBounds.put(fc.family(), bound);
-          }
         }
-        db.write(writeOptions, batch);
+        if (bound != null) {
+          liveLowerBounds.put(fc.family(), bound);
+        }
+      }
+      if (batch.count() > 0) {
+        try (WriteBatch serialized = new WriteBatch(batch.toBytes())) {
+          db.write(writeOptions, serialized);
+        }
       }
     } catch (RocksDBException e) {
       throw failure("write", e);

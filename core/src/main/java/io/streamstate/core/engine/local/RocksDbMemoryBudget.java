@@ -74,6 +74,11 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
     return cache.getUsage();
   }
 
+  /** Bytes of the shared cache pinned by readers now (blocks of open iterators and reads). */
+  public long pinnedBytes() {
+    return cache.getPinnedUsage();
+  }
+
   /**
    * RocksDB's own account of what this process's stores hold in native memory now, for diagnostics:
    * {@code blockCacheBytes} (the shared budget's cache, memtables charged to it included; absent
