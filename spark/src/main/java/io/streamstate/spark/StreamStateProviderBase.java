@@ -168,7 +168,7 @@ abstract class StreamStateProviderBase {
     StoreLocations.Location location =
         StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
     Path localDir = LocalDirs.localDir(conf, stateStoreId);
-    this.budget = RocksDbMemoryBudget.shared(resources, conf.memoryCapBytes());
+    this.budget = RocksDbMemoryBudget.shared(resources, ExecutorMemory.capBytes(conf));
     // One hedger per process and policy: its deadline learns from, and its budget bounds, every
     // store that shares it.
     HedgedWriter hedger =

@@ -88,6 +88,8 @@ final class BatchCsv implements AutoCloseable {
                 "heapMb",
                 "heapAfterGcMb",
                 "heapCommittedMb",
+                "heapCommittedBeforeGcMb",
+                "rssBeforeGcMb",
                 "nonHeapCommittedMb",
                 "rssMb",
                 "rssAnonMb",

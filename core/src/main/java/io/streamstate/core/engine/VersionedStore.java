@@ -368,7 +368,12 @@ public final class VersionedStore implements AutoCloseable {
           throw new IllegalStateException("Transaction of store " + name + " is not the open one");
         }
         changes = tx.toChangelog(newVersion, commitId, local.commitId());
-        local.apply(changes);
+        try {
+          local.apply(changes);
+        } catch (RuntimeException e) {
+          local.discard(); // applied in pieces: no half-applied instance stays behind
+          throw e;
+        }
         openTransaction = null;
       } finally {
         lock.unlock();

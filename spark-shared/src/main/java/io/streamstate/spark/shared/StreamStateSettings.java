@@ -38,9 +38,10 @@ import org.apache.hadoop.conf.Configuration;
  *   <tr><td>{@value #CHANGELOG_CODEC}</td><td>deflate</td><td>how commits store their changes
  *       in changelogs and segments: {@code deflate} (zlib level 1, about a ninth of the bytes of
  *       Spark's rows, at a few ms of CPU per MB) or {@code none}. Readers need no setting</td></tr>
- *   <tr><td>{@value #MEMORY_CAP_BYTES}</td><td>268435456 (256 MiB)</td><td>one RocksDB memory
- *       budget (block cache plus memtables) shared by every store of the executor JVM; the first
- *       store opened in a JVM fixes it</td></tr>
+ *   <tr><td>{@value #MEMORY_CAP_BYTES}</td><td>268435456 (256 MiB); on YARN and Kubernetes at
+ *       most what fits {@code spark.executor.memoryOverhead} beside the JVM's own native memory
+ *       (at least 64 MiB)</td><td>one RocksDB memory budget (block cache plus memtables) shared by
+ *       every store of the executor JVM; the first store opened in a JVM fixes it</td></tr>
  *   <tr><td>{@value #TORN_FILE_GRACE_MS}</td><td>120000</td><td>a durable file that does not
  *       verify and is older than this is the leftover of a crashed writer and may be removed;
  *       also the minimum age of an unreferenced SST before retention deletes it</td></tr>
@@ -150,6 +151,7 @@ public class StreamStateSettings {
 
   private final StoreOptions storeOptions;
   private final long memoryCapBytes;
+  private final boolean memoryCapSet;
   private final Optional<String> localDir;
   private final long lockTimeoutMs;
   private final HedgePolicy hedgePolicy;
@@ -162,6 +164,7 @@ public class StreamStateSettings {
     this(
         settings.storeOptions,
         settings.memoryCapBytes,
+        settings.memoryCapSet,
         settings.localDir,
         settings.lockTimeoutMs,
         settings.hedgePolicy,
@@ -173,6 +176,7 @@ public class StreamStateSettings {
   private StreamStateSettings(
       StoreOptions storeOptions,
       long memoryCapBytes,
+      boolean memoryCapSet,
       Optional<String> localDir,
       long lockTimeoutMs,
       HedgePolicy hedgePolicy,
@@ -184,6 +188,7 @@ public class StreamStateSettings {
     this.groupCommitWaveMs = groupCommitWaveMs;
     this.storeOptions = storeOptions;
     this.memoryCapBytes = memoryCapBytes;
+    this.memoryCapSet = memoryCapSet;
     this.localDir = localDir;
     this.lockTimeoutMs = lockTimeoutMs;
     this.hedgePolicy = hedgePolicy;
@@ -256,6 +261,7 @@ public class StreamStateSettings {
     return new StreamStateSettings(
         options,
         cap,
+        confs.containsKey(MEMORY_CAP_BYTES),
         Optional.ofNullable(dir).filter(s -> !s.isBlank()),
         lockTimeout,
         hedgePolicy(confs),
@@ -432,8 +438,17 @@ public class StreamStateSettings {
     return storeOptions;
   }
 
+  /** The cap set, else {@link #DEFAULT_MEMORY_CAP_BYTES} (see {@link #memoryCapSet}). */
   public long memoryCapBytes() {
     return memoryCapBytes;
+  }
+
+  /**
+   * Whether {@link #MEMORY_CAP_BYTES} was set; if not, the provider sizes the cap against the
+   * executor's container (spark/README.md, "Sizing native memory").
+   */
+  public boolean memoryCapSet() {
+    return memoryCapSet;
   }
 
   public Optional<String> localDir() {

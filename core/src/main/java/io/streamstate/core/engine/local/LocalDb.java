@@ -49,6 +49,10 @@ public final class LocalDb implements AutoCloseable {
   private final DBOptions dbOptions;
   private final ColumnFamilyOptions familyOptions;
   private final WriteOptions writeOptions;
+
+  /** A memtable's size: a commit's changes are written in batches of about this many bytes. */
+  private final long writeBufferBytes;
+
   private final ReadOptions readOptions;
   private final BloomFilter bloomFilter;
   private final RocksDB db;
@@ -114,6 +118,7 @@ public final class LocalDb implements AutoCloseable {
             // Spark's RocksDB provider's choice: cheaper to compress and read back than Snappy.
             .setCompressionType(CompressionType.LZ4_COMPRESSION);
     this.writeOptions = new WriteOptions().setDisableWAL(true);
+    this.writeBufferBytes = budget.writeBufferBytes();
     this.readOptions = new ReadOptions();
     List<String> names = existingFamilies(dir);
     List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
@@ -286,7 +291,10 @@ public final class LocalDb implements AutoCloseable {
     }
   }
 
-  /** Applies one version's changes in one write batch (families created or dropped first). */
+  /**
+   * Applies one version's changes (families created or dropped first), in write batches of about a
+   * memtable each.
+   */
   public void apply(Changelog changelog) {
     checkOpen();
     try {
@@ -307,7 +315,8 @@ public final class LocalDb implements AutoCloseable {
           }
         }
       }
-      WriteBatchRep batch = new WriteBatchRep(WriteBatchRep.sizeOf(changelog));
+      long size = WriteBatchRep.sizeOf(changelog);
+      WriteBatchRep batch = new WriteBatchRep(Math.min(size, 2 * writeBufferBytes));
       for (Changelog.FamilyChanges fc : changelog.changes()) {
         ColumnFamilyHandle handle = families.get(fc.family());
         if (handle == null) {
@@ -323,6 +332,16 @@ public final class LocalDb implements AutoCloseable {
         int id = handle.getID();
         byte[] bound = liveLowerBounds.get(fc.family());
         for (Changelog.Change c : fc.changes()) {
+          if (batch.bytes() >= writeBufferBytes) {
+            // A batch goes into one memtable whole, and memtables are charged to the memory
+            // budget, pinned: a commit of millions of changes (an eviction) in one batch grew the
+            // memtables past the cap (503 MB pinned at a 256 MiB cap). In pieces of a memtable's
+            // size, RocksDB switches and flushes between them. Not atomic: a failure part way is
+            // the local instance's end (the commit discards it, a load fails), never a partial
+            // state that is read.
+            write(batch);
+            batch = new WriteBatchRep(Math.min(size, 2 * writeBufferBytes));
+          }
           if (c.isDelete()) {
             batch.delete(id, c.key());
           } else {
@@ -336,13 +355,17 @@ public final class LocalDb implements AutoCloseable {
           liveLowerBounds.put(fc.family(), bound);
         }
       }
-      if (batch.count() > 0) {
-        try (WriteBatch serialized = new WriteBatch(batch.toBytes())) {
-          db.write(writeOptions, serialized);
-        }
-      }
+      write(batch);
     } catch (RocksDBException e) {
       throw failure("write", e);
+    }
+  }
+
+  private void write(WriteBatchRep batch) throws RocksDBException {
+    if (batch.count() > 0) {
+      try (WriteBatch serialized = new WriteBatch(batch.toBytes())) {
+        db.write(writeOptions, serialized);
+      }
     }
   }
 

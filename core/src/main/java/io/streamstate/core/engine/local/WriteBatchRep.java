@@ -71,6 +71,11 @@ final class WriteBatchRep {
     return bytes;
   }
 
+  /** Bytes serialized so far. */
+  long bytes() {
+    return size;
+  }
+
   int count() {
     return count;
   }

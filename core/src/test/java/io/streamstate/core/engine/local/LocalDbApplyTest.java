@@ -1,0 +1,71 @@
+package io.streamstate.core.engine.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.Changelog;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A commit larger than a memtable is applied in several write batches: every put and delete lands,
+ * in the changelog's order, whatever batch it fell in.
+ */
+class LocalDbApplyTest {
+  @TempDir Path tmp;
+
+  private static byte[] key(int i) {
+    return ByteBuffer.allocate(8).putInt(7).putInt(i).array();
+  }
+
+  @Test
+  void aCommitLargerThanAMemtableLandsWhole() {
+    try (ProcessResources resources = new ProcessResources("test");
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20)) {
+      assertThat(budget.writeBufferBytes()).isEqualTo(1L << 20);
+      LocalDb db = LocalDb.open("s", tmp.resolve("db"), budget, OpenDatabases.of(resources));
+      try {
+        int n = 40_000; // 40k values of 200 bytes: 8 MB, eight memtables' worth
+        List<Changelog.Change> first = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          first.add(new Changelog.Change(key(i), value(i, 1)));
+        }
+        db.apply(changelog(1, first));
+        List<Changelog.Change> second = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          second.add(new Changelog.Change(key(i), i % 3 == 0 ? null : value(i, 2)));
+        }
+        db.apply(changelog(2, second));
+        for (int i = 0; i < n; i++) {
+          byte[] v = db.get(LocalDb.DEFAULT_FAMILY, key(i));
+          if (i % 3 == 0) {
+            assertThat(v).as("key %d deleted", i).isNull();
+          } else {
+            assertThat(v).as("key %d", i).isEqualTo(value(i, 2));
+          }
+        }
+      } finally {
+        db.close();
+      }
+    }
+  }
+
+  private static byte[] value(int i, int version) {
+    byte[] v = new byte[200];
+    ByteBuffer.wrap(v).putInt(i).putInt(version);
+    return v;
+  }
+
+  private static Changelog changelog(long version, List<Changelog.Change> changes) {
+    return new Changelog(
+        version,
+        version,
+        version - 1,
+        List.of(),
+        List.of(new Changelog.FamilyChanges(LocalDb.DEFAULT_FAMILY, changes)));
+  }
+}
