@@ -389,7 +389,12 @@ abstract class StreamStateProviderBase {
 
   /** This provider's share of the process-wide RocksDB memory in use. */
   long memoryShareBytes() {
-    return budget.usedBytes() / Math.max(1, liveProviders.count.get());
+    return shareOf(budget.usedBytes());
+  }
+
+  /** This provider's share of a process-wide figure: the live providers share it equally. */
+  private long shareOf(long processBytes) {
+    return processBytes / Math.max(1, liveProviders.count.get());
   }
 
   long lastSnapshotVersion() {
@@ -435,9 +440,8 @@ abstract class StreamStateProviderBase {
             forcedSnapshot,
             useColumnFamilies ? rows : new RowCounts.Totals(rows.keys(), 0, 0, 0));
     metricsAtLastCommit = now;
-    long providers = Math.max(1, liveProviders.count.get());
-    values.put(StreamStateMetrics.MEMORY_CAP, budget.capBytes() / providers);
-    values.put(StreamStateMetrics.MEMORY_PINNED, budget.pinnedBytes() / providers);
+    values.put(StreamStateMetrics.MEMORY_CAP, shareOf(budget.capBytes()));
+    values.put(StreamStateMetrics.MEMORY_PINNED, shareOf(budget.pinnedBytes()));
     return values;
   }
 

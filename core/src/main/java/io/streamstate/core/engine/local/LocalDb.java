@@ -315,8 +315,9 @@ public final class LocalDb implements AutoCloseable {
           }
         }
       }
-      long size = WriteBatchRep.sizeOf(changelog);
-      WriteBatchRep batch = new WriteBatchRep(Math.min(size, 2 * writeBufferBytes));
+      // A first guess of the batch's size (it grows if short), at most one piece's.
+      long initialBytes = Math.min(changelog.changeCount() * 64L, 2 * writeBufferBytes);
+      WriteBatchRep batch = new WriteBatchRep(initialBytes);
       for (Changelog.FamilyChanges fc : changelog.changes()) {
         ColumnFamilyHandle handle = families.get(fc.family());
         if (handle == null) {
@@ -340,7 +341,7 @@ public final class LocalDb implements AutoCloseable {
             // the local instance's end (the commit discards it, a load fails), never a partial
             // state that is read.
             write(batch);
-            batch = new WriteBatchRep(Math.min(size, 2 * writeBufferBytes));
+            batch = new WriteBatchRep(initialBytes);
           }
           if (c.isDelete()) {
             batch.delete(id, c.key());

@@ -1,6 +1,5 @@
 package io.streamstate.core.engine.local;
 
-import io.streamstate.core.format.Changelog;
 import java.util.Arrays;
 
 /**
@@ -37,12 +36,7 @@ final class WriteBatchRep {
 
   void put(int columnFamilyId, byte[] key, byte[] value) {
     ensure(1 + 5 + 5 + key.length + 5 + value.length);
-    if (columnFamilyId == 0) {
-      buf[size++] = TYPE_VALUE;
-    } else {
-      buf[size++] = TYPE_COLUMN_FAMILY_VALUE;
-      varint(columnFamilyId);
-    }
+    type(columnFamilyId, TYPE_VALUE, TYPE_COLUMN_FAMILY_VALUE);
     slice(key);
     slice(value);
     count++;
@@ -50,25 +44,19 @@ final class WriteBatchRep {
 
   void delete(int columnFamilyId, byte[] key) {
     ensure(1 + 5 + 5 + key.length);
-    if (columnFamilyId == 0) {
-      buf[size++] = TYPE_DELETION;
-    } else {
-      buf[size++] = TYPE_COLUMN_FAMILY_DELETION;
-      varint(columnFamilyId);
-    }
+    type(columnFamilyId, TYPE_DELETION, TYPE_COLUMN_FAMILY_DELETION);
     slice(key);
     count++;
   }
 
-  /** An upper bound of the serialized size of {@code changelog}'s changes. */
-  static long sizeOf(Changelog changelog) {
-    long bytes = HEADER;
-    for (Changelog.FamilyChanges fc : changelog.changes()) {
-      for (Changelog.Change c : fc.changes()) {
-        bytes += 16 + c.key().length + (c.isDelete() ? 0 : c.value().length);
-      }
+  /** A record's type, and the column family's id unless it is the default one (id 0). */
+  private void type(int columnFamilyId, byte inDefault, byte inFamily) {
+    if (columnFamilyId == 0) {
+      buf[size++] = inDefault;
+    } else {
+      buf[size++] = inFamily;
+      varint(columnFamilyId);
     }
-    return bytes;
   }
 
   /** Bytes serialized so far. */
