@@ -20,6 +20,8 @@ import java.util.List;
 import java.util.NavigableMap;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,8 +33,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>{@link #begin(long)} loads a version; warm when the local instance holds it already.
- *   <li>{@link StateTransaction#commit()} publishes the commit durably, then applies the batch
- *       locally.
+ *   <li>{@link StateTransaction#commit()} publishes the commit durably and, at the same time,
+ *       applies the batch locally; it returns once both are done.
  *   <li>{@link #maintain()} snapshots and applies retention; never called on the commit path.
  * </ul>
  *
@@ -314,27 +316,41 @@ public final class VersionedStore implements AutoCloseable {
       long start = System.nanoTime();
       long newVersion = tx.version() + 1;
       long commitId = CommitIds.next();
-      // c1: the changes as one changelog payload, naming the commit it builds on. Compressed here,
-      // on the committing thread: in a group commit each member is compressed by its own task, in
-      // parallel, before it joins.
-      Changelog changelog = tx.toChangelog(newVersion, commitId, local.commitId());
-      byte[] payload = changelog.encodeStored(options.changelogCodec());
-      // c2: publish it under an attempt-unique name (I2): the one durable step, before anything
-      // refers to it (I4). In async durability the upload is queued instead.
-      PublishedCommit published =
-          publisher.publish(new EncodedCommit(newVersion, commitId, local.commitId(), payload));
-      metrics.countPublished(published);
-      // c3: apply locally. Durable state is the truth: a local failure now only costs a restore.
+      long parentId = local.commitId();
+      // c1: the changes as one changelog, naming the commit it builds on.
+      Changelog changelog = tx.toChangelog(newVersion, commitId, parentId);
+      // c3 starts now, beside c1's encoding and c2: the local apply and the durable write each
+      // take a share of a large commit's time, and neither needs the other's result. The lock
+      // keeps every other user of the local instance out until the apply is joined below.
+      CompletableFuture<Void> applied =
+          CompletableFuture.runAsync(() -> local.apply(changelog), LocalApplyPool.EXECUTOR);
+      PublishedCommit published;
       try {
-        local.apply(changelog);
+        // Compressed here, on the committing thread: in a group commit each member is compressed
+        // by its own task, in parallel, before it joins.
+        byte[] payload = changelog.encodeStored(options.changelogCodec());
+        // c2: publish it under an attempt-unique name (I2): the one durable step, before anything
+        // refers to it (I4). In async durability the upload is queued instead.
+        published = publisher.publish(new EncodedCommit(newVersion, commitId, parentId, payload));
+      } catch (RuntimeException | Error e) {
+        // Not published (or not known to be): the local instance holds changes no durable commit
+        // has, so it goes; the next load restores version tx.version() from durable storage.
+        awaitQuietly(applied);
+        local.discard();
+        throw e;
+      }
+      metrics.countPublished(published);
+      // c3 joined. Durable state is the truth: a local failure now only costs a restore.
+      try {
+        applied.join();
         local.forgetOldestBeyond(RetentionPlanner.lineageToKeep(options));
-      } catch (RuntimeException e) {
+      } catch (CompletionException e) {
         LOG.warn(
             "Store {}: version {} is durable but applying it locally failed; the next load"
                 + " restores from durable storage",
             name,
             newVersion,
-            e);
+            e.getCause());
         local.discard();
       }
       openTransaction = null;
@@ -344,6 +360,24 @@ public final class VersionedStore implements AutoCloseable {
     } finally {
       publisher.withdraw();
       lock.unlock();
+    }
+  }
+
+  /** Waits for a local apply whose result no longer matters (its instance is discarded next). */
+  private static void awaitQuietly(CompletableFuture<Void> applied) {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        applied.get();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true; // the apply is still using the instance: wait for it regardless
+      } catch (ExecutionException e) {
+        break;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

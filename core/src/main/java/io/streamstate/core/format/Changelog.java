@@ -1,7 +1,6 @@
 package io.streamstate.core.format;
 
 import io.streamstate.core.error.CorruptFileException;
-import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -87,11 +86,13 @@ public record Changelog(
   /** The payload as this release writes it (format version 2): {@code codec} in front. */
   public byte[] encodeStored(Codec codec) {
     byte[] encoded = encode();
-    byte[] stored = codec == Codec.DEFLATE ? deflate(encoded) : encoded;
-    PayloadWriter w = new PayloadWriter(stored.length + 12);
-    w.writeByte(codec.code).writeVarLong(encoded.length);
-    w.writeRaw(stored);
-    return w.toByteArray();
+    int headerBytes = 1 + PayloadWriter.varLongSize(encoded.length);
+    if (codec == Codec.NONE) {
+      PayloadWriter w = new PayloadWriter(headerBytes + encoded.length);
+      w.writeByte(codec.code).writeVarLong(encoded.length).writeRaw(encoded);
+      return w.toByteArray();
+    }
+    return deflate(encoded, headerBytes);
   }
 
   /**
@@ -119,31 +120,61 @@ public record Changelog(
     return decode(inflate(payload, offset, length, location), location);
   }
 
-  private static byte[] deflate(byte[] encoded) {
+  /**
+   * The stored payload of a deflated changelog: the codec and encoded length in its first {@code
+   * headerBytes}, then the zlib stream; compressed straight into the array that is returned (a
+   * commit's changelog is MBs: every copy shows on the commit path).
+   */
+  private static byte[] deflate(byte[] encoded, int headerBytes) {
     Deflater deflater = new Deflater(Deflater.BEST_SPEED);
     try {
       deflater.setInput(encoded);
       deflater.finish();
-      ByteArrayOutputStream out = new ByteArrayOutputStream(Math.max(64, encoded.length / 4));
-      byte[] buffer = new byte[64 * 1024];
+      byte[] out = new byte[headerBytes + Math.max(64, encoded.length / 4)];
+      PayloadWriter header = new PayloadWriter(headerBytes);
+      header.writeByte(Codec.DEFLATE.code).writeVarLong(encoded.length);
+      System.arraycopy(header.toByteArray(), 0, out, 0, headerBytes);
+      int size = headerBytes;
       while (!deflater.finished()) {
-        int n = deflater.deflate(buffer);
-        out.write(buffer, 0, n);
+        if (size == out.length) {
+          out = Arrays.copyOf(out, out.length + Math.max(64, out.length >> 1));
+        }
+        size += deflater.deflate(out, size, out.length - size);
       }
-      return out.toByteArray();
+      return size == out.length ? out : Arrays.copyOf(out, size);
     } finally {
       deflater.end();
     }
   }
 
+  /**
+   * Deflate's densest output: 1,032 bytes from one (zlib's own figure). A stored length beyond that
+   * from the compressed bytes is a damaged or forged length, refused before any allocation.
+   */
+  private static final long MAX_DEFLATE_RATIO = 1032;
+
   private static byte[] inflate(byte[] payload, int offset, int length, String location) {
+    int compressed = payload.length - offset;
+    if (length > MAX_DEFLATE_RATIO * compressed + 64) {
+      throw new CorruptFileException(
+          location
+              + " is corrupt: its changes claim "
+              + length
+              + " bytes inflated from "
+              + compressed
+              + " compressed bytes, more than deflate can produce");
+    }
     Inflater inflater = new Inflater();
     try {
-      inflater.setInput(payload, offset, payload.length - offset);
-      byte[] out = new byte[length];
+      inflater.setInput(payload, offset, compressed);
+      // Grown as the bytes come: what is allocated is bounded by what inflates, not by the length.
+      byte[] out = new byte[(int) Math.min(length, 16L * compressed + 1024)];
       int n = 0;
       while (n < length) {
-        int got = inflater.inflate(out, n, length - n);
+        if (n == out.length) {
+          out = Arrays.copyOf(out, (int) Math.min(length, 2L * out.length));
+        }
+        int got = inflater.inflate(out, n, out.length - n);
         if (got == 0
             && (inflater.finished() || inflater.needsInput() || inflater.needsDictionary())) {
           break;
@@ -170,7 +201,7 @@ public record Changelog(
 
   /** Encodes the payload (see {@code docs/format.md}, "Changelog"). */
   public byte[] encode() {
-    PayloadWriter w = new PayloadWriter(1024);
+    PayloadWriter w = new PayloadWriter(encodedSize());
     w.writeLong(version);
     w.writeLong(commitId);
     w.writeLong(parentId);
@@ -190,6 +221,29 @@ public record Changelog(
       }
     }
     return w.toByteArray();
+  }
+
+  /** The exact length of {@link #encode}'s result: it is written into an array of that size. */
+  private int encodedSize() {
+    long n = 3 * 8 + PayloadWriter.varLongSize(familyOps.size());
+    for (FamilyOp op : familyOps) {
+      n += 1 + PayloadWriter.stringSize(op.family());
+    }
+    n += PayloadWriter.varLongSize(changes.size());
+    for (FamilyChanges fc : changes) {
+      n += PayloadWriter.stringSize(fc.family()) + PayloadWriter.varLongSize(fc.changes().size());
+      for (Change c : fc.changes()) {
+        n += 1 + PayloadWriter.bytesSize(c.key());
+        if (!c.isDelete()) {
+          n += PayloadWriter.bytesSize(c.value());
+        }
+      }
+    }
+    if (n > Integer.MAX_VALUE - 16) {
+      throw new IllegalStateException(
+          "changelog of version " + version + " is " + n + " bytes, over the 2 GiB limit");
+    }
+    return (int) n;
   }
 
   /** Decodes a verified payload; {@code location} names the file in errors. */

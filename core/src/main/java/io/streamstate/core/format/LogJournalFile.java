@@ -21,8 +21,9 @@ import java.util.zip.CRC32C;
  * </pre>
  *
  * <p>Whatever follows the last record that verifies is the one append that failed or is still in
- * flight: {@link #read} stops there and says why. A file shorter than the header is a journal just
- * created (no record yet).
+ * flight: {@link #read} stops there and says why, unless a verified record follows further on,
+ * which means the journal was damaged in the middle: an error. A file shorter than the header is a
+ * journal just created (no record yet).
  */
 public final class LogJournalFile {
   /** The start of every log journal's name. */
@@ -97,7 +98,8 @@ public final class LogJournalFile {
    * The records of the journal {@code location} whose bytes are {@code bytes}, up to the first that
    * is incomplete or does not verify.
    *
-   * @throws CorruptFileException not a log journal (its magic is wrong), naming {@code location}
+   * @throws CorruptFileException not a log journal (its magic is wrong), or a record that does not
+   *     verify with a verified record after it (damage in the middle), naming {@code location}
    * @throws UnsupportedException a log journal of a newer format version, naming {@code location}
    */
   public static Contents read(byte[] bytes, String location) {
@@ -121,37 +123,73 @@ public final class LogJournalFile {
     ByteBuffer in = ByteBuffer.wrap(bytes);
     int pos = HEADER_LENGTH;
     while (pos < bytes.length) {
-      if (pos + RECORD_HEADER_LENGTH > bytes.length) {
-        return stopped(records, pos, "an incomplete record header");
+      String bad = problemAt(bytes, pos);
+      if (bad != null) {
+        return stopped(records, bytes, pos, bad, location);
       }
       int length = in.getInt(pos);
       byte type = in.get(pos + 4);
-      long batchId = in.getLong(pos + 5);
-      int stored = in.getInt(pos + RECORD_HEADER_LENGTH - 4);
-      if (length < 0 || pos + RECORD_HEADER_LENGTH + (long) length > bytes.length) {
-        return stopped(records, pos, "an incomplete record (" + length + " payload bytes)");
-      }
-      CRC32C crc = new CRC32C();
-      crc.update(bytes, pos, RECORD_HEADER_LENGTH - 4);
-      crc.update(bytes, pos + RECORD_HEADER_LENGTH, length);
-      if ((int) crc.getValue() != stored) {
-        return stopped(records, pos, "a record whose CRC32C does not match");
-      }
-      if (type != PUT && type != DELETE) {
-        return stopped(records, pos, "a record of unknown type " + type);
-      }
       int start = pos + RECORD_HEADER_LENGTH;
       records.add(
           new Record(
               type == PUT,
-              batchId,
+              in.getLong(pos + 5),
               type == PUT ? Arrays.copyOfRange(bytes, start, start + length) : new byte[0]));
       pos = start + length;
     }
     return new Contents(records, pos, null);
   }
 
-  private static Contents stopped(List<Record> records, int pos, String reason) {
+  /** Why no complete, verified record starts at {@code pos}; null if one does. */
+  private static String problemAt(byte[] bytes, int pos) {
+    if (pos + RECORD_HEADER_LENGTH > bytes.length) {
+      return "an incomplete record header";
+    }
+    ByteBuffer in = ByteBuffer.wrap(bytes);
+    int length = in.getInt(pos);
+    byte type = in.get(pos + 4);
+    if (length < 0 || pos + RECORD_HEADER_LENGTH + (long) length > bytes.length) {
+      return "an incomplete record (" + length + " payload bytes)";
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(bytes, pos, RECORD_HEADER_LENGTH - 4);
+    crc.update(bytes, pos + RECORD_HEADER_LENGTH, length);
+    if ((int) crc.getValue() != in.getInt(pos + RECORD_HEADER_LENGTH - 4)) {
+      return "a record whose CRC32C does not match";
+    }
+    if (type != PUT && type != DELETE) {
+      return "a record of unknown type " + type;
+    }
+    return null;
+  }
+
+  /**
+   * Reading stops at {@code pos}. That is the journal's end only if nothing verifiable follows: a
+   * writer appends nothing after a failed append, so a torn record is always the last. A verified
+   * record further on means the bytes at {@code pos} were damaged after they were written (a bit
+   * flip, a bad disk): an error, never a silent end that would drop every entry after it.
+   */
+  private static Contents stopped(
+      List<Record> records, byte[] bytes, int pos, String reason, String location) {
+    for (int next = pos + 1; next + RECORD_HEADER_LENGTH <= bytes.length; next++) {
+      byte type = bytes[next + 4];
+      if ((type == PUT || type == DELETE) && problemAt(bytes, next) == null) {
+        throw new CorruptFileException(
+            location
+                + " is corrupt: "
+                + reason
+                + " at offset "
+                + pos
+                + ", yet a complete record follows at offset "
+                + next
+                + ": the journal was damaged after it was written, not cut short by a failed"
+                + " append, and its entries from offset "
+                + pos
+                + " on cannot be read ("
+                + records.size()
+                + " records before it verify)");
+      }
+    }
     return new Contents(records, pos, reason + " at offset " + pos);
   }
 }

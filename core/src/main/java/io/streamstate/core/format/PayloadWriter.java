@@ -79,7 +79,31 @@ public final class PayloadWriter {
     return size;
   }
 
+  /**
+   * The bytes written: the writer's own array when it is exactly full (a writer presized with the
+   * exact length copies nothing), else a copy. Nothing may be written afterwards.
+   */
   public byte[] toByteArray() {
-    return Arrays.copyOf(buf, size);
+    return size == buf.length ? buf : Arrays.copyOf(buf, size);
+  }
+
+  /** How many bytes {@link #writeVarLong} writes for {@code value} (not negative). */
+  public static int varLongSize(long value) {
+    int n = 1;
+    while ((value & ~0x7FL) != 0) {
+      value >>>= 7;
+      n++;
+    }
+    return n;
+  }
+
+  /** How many bytes {@link #writeBytes} writes for {@code bytes}. */
+  public static int bytesSize(byte[] bytes) {
+    return varLongSize(bytes.length) + bytes.length;
+  }
+
+  /** How many bytes {@link #writeString} writes for {@code s}. */
+  public static int stringSize(String s) {
+    return bytesSize(s.getBytes(StandardCharsets.UTF_8));
   }
 }

@@ -2,6 +2,8 @@ package io.streamstate.core.format;
 
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.UnsupportedException;
+import java.io.IOException;
+import java.io.InputStream;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
@@ -19,7 +21,9 @@ import java.util.zip.CRC32C;
  *
  * <p>A record verifies like the segment file it would otherwise be; its own 16-byte header lets a
  * reader step from record to record without reading the changes. Whatever follows the last record
- * that verifies is the one append that failed or is still in flight: readers stop there.
+ * that verifies is the one append that failed or is still in flight: readers stop there, unless a
+ * record begins after it ({@link #nextRecordStart}): then the journal was damaged in the middle, an
+ * error.
  */
 public final class SegmentJournalFile {
   public static final int HEADER_LENGTH = 8;
@@ -71,6 +75,56 @@ public final class SegmentJournalFile {
               + VERSION
               + ". Was it written by a newer streamstate? Upgrade to read it.");
     }
+  }
+
+  /**
+   * The offset of the first record that begins after {@code from} in {@code in}, which is
+   * positioned at {@code from}, or -1 if none does: an offset whose 16 bytes verify as a record
+   * header and are followed by a frame's magic (a false match is about one in 2<sup>64</sup> per
+   * offset). Reads to the end of {@code in}, a chunk at a time.
+   *
+   * <p>Readers ask after a record that does not verify: a writer appends nothing after a failed
+   * append, so a record beginning after it means the bytes were damaged after they were written.
+   */
+  public static long nextRecordStart(InputStream in, long from) throws IOException {
+    int window = RECORD_HEADER_LENGTH + 4;
+    byte[] buf = new byte[(1 << 20) + window];
+    int filled = 0;
+    long bufStart = from; // the offset of buf[0]
+    boolean first = true;
+    while (true) {
+      int n = in.readNBytes(buf, filled, buf.length - filled);
+      filled += n;
+      boolean end = filled < buf.length;
+      // Candidates whose window is wholly in the buffer; skip {@code from} itself.
+      for (int i = first ? 1 : 0; i + window <= filled; i++) {
+        if (Arrays.equals(buf, i + RECORD_HEADER_LENGTH, i + window, FramedFile.HEADER_MAGIC, 0, 4)
+            && verifiesAsRecordHeader(buf, i)) {
+          return bufStart + i;
+        }
+      }
+      if (end) {
+        return -1;
+      }
+      first = false;
+      int keep = window - 1;
+      System.arraycopy(buf, filled - keep, buf, 0, keep);
+      bufStart += filled - keep;
+      filled = keep;
+    }
+  }
+
+  private static boolean verifiesAsRecordHeader(byte[] bytes, int at) {
+    ByteBuffer in = ByteBuffer.wrap(bytes, at, RECORD_HEADER_LENGTH);
+    int length = in.getInt();
+    in.getLong();
+    int stored = in.getInt();
+    if (length < FramedFile.framedLength(0) || length > MAX_RECORD_LENGTH) {
+      return false;
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(bytes, at, 12);
+    return (int) crc.getValue() == stored;
   }
 
   /**

@@ -207,6 +207,33 @@ class FramedFileTest {
   }
 
   @Test
+  void aForgedInflatedLengthIsCorruptBeforeAnythingThatLargeIsAllocated() {
+    byte[] stored = rowLike(500).encodeStored(Changelog.Codec.DEFLATE);
+    PayloadReader header = new PayloadReader(stored, "s");
+    header.readByte();
+    header.readVarLong();
+    byte[] deflated = Arrays.copyOfRange(stored, stored.length - header.remaining(), stored.length);
+    // Beyond deflate's densest output (1,032:1): refused from the lengths alone.
+    byte[] forged = storedWithLength(Integer.MAX_VALUE - 64, deflated);
+    assertThatThrownBy(() -> Changelog.decodeStored(forged, 2, "file-l"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-l is corrupt")
+        .hasMessageContaining("more than deflate can produce");
+    // Within that ratio but more than the stream holds: inflated as far as it goes, then refused.
+    byte[] tooLong = storedWithLength(deflated.length * 1000, deflated);
+    assertThatThrownBy(() -> Changelog.decodeStored(tooLong, 2, "file-m"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-m is corrupt")
+        .hasMessageContaining("inflate to");
+  }
+
+  private static byte[] storedWithLength(int length, byte[] deflated) {
+    PayloadWriter w = new PayloadWriter(16 + deflated.length);
+    w.writeByte(Changelog.Codec.DEFLATE.code).writeVarLong(length).writeRaw(deflated);
+    return w.toByteArray();
+  }
+
+  @Test
   void changelogsAndSegmentsAreWrittenInVersionTwoAndOtherKindsInVersionOne() {
     for (FileKind kind : FileKind.values()) {
       byte[] framed = FramedFile.frame(kind, payload(10, 1));

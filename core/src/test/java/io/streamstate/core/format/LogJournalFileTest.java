@@ -60,12 +60,30 @@ class LogJournalFileTest {
       assertThat(torn.stopReason()).contains("incomplete").contains("offset " + lastStart);
     }
     byte[] flipped = whole.clone();
-    flipped[LogJournalFile.HEADER_LENGTH + LogJournalFile.RECORD_HEADER_LENGTH + 3] ^= 1;
+    flipped[lastStart + 3] ^= 1;
     LogJournalFile.Contents corrupt = LogJournalFile.read(flipped, WHERE);
-    assertThat(corrupt.records()).isEmpty();
-    assertThat(corrupt.stopReason())
-        .contains("CRC32C does not match")
-        .contains("offset " + LogJournalFile.HEADER_LENGTH);
+    assertThat(corrupt.records()).hasSize(3);
+    assertThat(corrupt.stopReason()).contains("offset " + lastStart);
+  }
+
+  @Test
+  void aRecordDamagedInTheMiddleIsAnErrorNamingTheFileNotTheJournalsEnd() {
+    byte[] whole = journal();
+    int first = LogJournalFile.HEADER_LENGTH;
+    int second = first + LogJournalFile.put(0, entry(0)).length;
+    // A flipped payload byte (the CRC fails) and a flipped length byte (the record seems to run
+    // past the end of the file): complete records follow either way.
+    for (int at : new int[] {first + LogJournalFile.RECORD_HEADER_LENGTH + 3, first + 2}) {
+      byte[] flipped = whole.clone();
+      flipped[at] ^= 1;
+      assertThatThrownBy(() -> LogJournalFile.read(flipped, WHERE))
+          .as("bit flipped at %d", at)
+          .isInstanceOf(CorruptFileException.class)
+          .hasMessageContaining(WHERE)
+          .hasMessageContaining("at offset " + first)
+          .hasMessageContaining("a complete record follows at offset " + second)
+          .hasMessageContaining("damaged after it was written");
+    }
   }
 
   @Test

@@ -8,6 +8,7 @@ import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.storage.LocalStorage;
 import io.streamstate.testkit.FaultInjectingStorage;
 import io.streamstate.testkit.FaultInjectingStorage.CallKind;
 import io.streamstate.testkit.InMemoryStorage;
@@ -15,6 +16,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -51,6 +53,56 @@ class CommitPathTest {
       assertThat(storage.callCount(CallKind.OPEN)).isZero();
       assertThat(store.metrics().snapshot().warmLoads()).isEqualTo(19);
     }
+  }
+
+  /**
+   * Values far beyond what a load's buffers first assume (64 bytes a change) and beyond a memtable:
+   * a 100 MB value goes through the changelog, the local write batch, a snapshot and a cold load on
+   * another instance, byte for byte.
+   */
+  @Test
+  void aHundredMegabyteValueCommitsSnapshotsAndLoadsColdByteForByte() {
+    byte[] big = new byte[100 << 20];
+    new Random(7).nextBytes(big); // incompressible: the deflated changelog is as large
+    byte[] bigKey = EngineFixture.bytes("big");
+    LocalStorage durable = new LocalStorage(tmp.resolve("durable"));
+    try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20)) {
+      try (VersionedStore writer = openStore("w", durable, budget)) {
+        try (StateTransaction tx = writer.begin(0)) {
+          writeVersion(tx, 1);
+          tx.put("default", bigKey, big);
+          tx.commit();
+        }
+        try (StateTransaction tx = writer.begin(1)) {
+          assertThat(tx.get("default", bigKey)).isEqualTo(big);
+          writeVersion(tx, 2);
+          tx.commit();
+        }
+        assertThat(writer.snapshotNow()).isEqualTo(2);
+        try (StateTransaction tx = writer.begin(2)) {
+          writeVersion(tx, 3);
+          tx.commit();
+        }
+      }
+      // Cold, from the snapshot of version 2 and version 3's changelog; and from changelogs alone.
+      for (long v : new long[] {3, 1}) {
+        try (VersionedStore reader = openStore("r" + v, durable, budget);
+            StateTransaction tx = reader.begin(v)) {
+          assertThat(tx.get("default", bigKey)).as("version %d", v).isEqualTo(big);
+          TreeMap<String, String> small = EngineFixture.contents(tx);
+          small.remove("big");
+          assertThat(small).isEqualTo(EngineFixture.reference(v));
+        }
+      }
+    }
+  }
+
+  private VersionedStore openStore(String dir, LocalStorage durable, RocksDbMemoryBudget budget) {
+    return VersionedStore.builder("s", durable)
+        .localDir(tmp.resolve(dir))
+        .options(StoreOptions.defaults())
+        .memoryBudget(budget)
+        .open();
   }
 
   @Test

@@ -13,10 +13,12 @@ import io.streamstate.core.engine.retention.SegmentSweep;
 import io.streamstate.core.engine.segment.GroupCommitter;
 import io.streamstate.core.engine.segment.SegmentCatalog;
 import io.streamstate.core.engine.segment.SegmentJournalSettings;
+import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.error.UnsupportedException;
+import io.streamstate.core.format.FramedFile;
 import io.streamstate.core.format.SegmentJournalFile;
 import io.streamstate.core.hedge.HedgePolicy;
 import io.streamstate.core.hedge.HedgedWriter;
@@ -246,6 +248,48 @@ class SegmentJournalTest {
     } finally {
       stores.forEach(VersionedStore::close);
     }
+    assertEveryStoreLoads(durable, 2);
+  }
+
+  @Test
+  void aRecordDamagedInTheMiddleOfAJournalIsAnErrorNamingItNotItsEnd() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    List<VersionedStore> stores =
+        openAll(durable, StoreOptions.defaults(), journaled(durable, null));
+    try {
+      for (long v = 1; v <= 3; v++) {
+        commitTogether(stores, v);
+      }
+    } finally {
+      stores.forEach(VersionedStore::close);
+    }
+    String record = listedInNewProcess(durable).get(2L).get(0);
+    String journal = journalOf(record);
+    assertThat(journalOf(listedInNewProcess(durable).get(3L).get(0))).isEqualTo(journal);
+    int offset = Integer.parseInt(record.substring(record.lastIndexOf('@') + 1));
+    String last = listedInNewProcess(durable).get(3L).get(0);
+    byte[] whole = durable.bytes(journal);
+    // A bit flipped in version 2's record header, then one in its segment index: either way a
+    // complete record (version 3's) follows, so this is damage, not a torn last append.
+    int[] flips = {
+      offset + 2, offset + SegmentJournalFile.RECORD_HEADER_LENGTH + FramedFile.HEADER_LENGTH + 9
+    };
+    for (int at : flips) {
+      byte[] damaged = whole.clone();
+      damaged[at] ^= 0x10;
+      durable.overwriteForTest(journal, damaged);
+      assertThatThrownBy(() -> listedInNewProcess(durable))
+          .as("bit flipped at %d", at)
+          .isInstanceOf(CorruptFileException.class)
+          .hasMessageContaining(journal)
+          .hasMessageContaining("offset " + offset)
+          .hasMessageContaining("damaged after it was written");
+    }
+    // The same damage in the journal's last record is its torn end: the versions before it load.
+    byte[] lastDamaged = whole.clone();
+    lastDamaged[Integer.parseInt(last.substring(last.lastIndexOf('@') + 1)) + 2] ^= 0x10;
+    durable.overwriteForTest(journal, lastDamaged);
+    assertThat(listedInNewProcess(durable).keySet()).containsExactly(1L, 2L);
     assertEveryStoreLoads(durable, 2);
   }
 

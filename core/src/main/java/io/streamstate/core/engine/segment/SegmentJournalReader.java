@@ -163,7 +163,9 @@ final class SegmentJournalReader {
         try {
           record = readRecordIndex(in, name, pos, header, location);
         } catch (CorruptFileException e) {
-          // Only the last append can be torn (a writer stops at its first failure): the end.
+          // Only the last append can be torn (a writer stops at its first failure): the end,
+          // unless a record begins after it.
+          failIfARecordFollows(name, pos, e);
           LOG.debug("Journal {} ends at offset {}: {}", location, pos, e.getMessage());
           scan.ended = true;
           return;
@@ -179,6 +181,33 @@ final class SegmentJournalReader {
       scan.ended = true; // deleted by a sweep
     } catch (IOException e) {
       throw new RetryableException("Cannot read " + location + ": " + e, e);
+    }
+  }
+
+  /**
+   * Throws if a record begins after the one at {@code offset} that does not verify ({@code bad}):
+   * the journal was damaged in the middle, and ending it there would silently drop the commits
+   * after it.
+   */
+  private void failIfARecordFollows(String name, long offset, CorruptFileException bad)
+      throws IOException {
+    long next;
+    try (InputStream in = storage.open(name)) {
+      if (!skipFully(in, offset)) {
+        return;
+      }
+      next = SegmentJournalFile.nextRecordStart(in, offset);
+    }
+    if (next >= 0) {
+      throw new CorruptFileException(
+          bad.getMessage()
+              + "; yet a record begins at offset "
+              + next
+              + ": the journal was damaged after it was written, not cut short by a failed"
+              + " append, and the commits in it from offset "
+              + offset
+              + " on cannot be read",
+          bad);
     }
   }
 
