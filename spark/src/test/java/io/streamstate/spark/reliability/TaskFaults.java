@@ -71,8 +71,32 @@ final class TaskFaults {
     task.addTaskCompletionListener(
         (TaskCompletionListener)
             context -> {
+              if (stateCommitted(context)) {
+                plan.provedAfterCommit(fault);
+              }
               throw new IllegalStateException(message + " after the state commit");
             });
     return value;
+  }
+
+  /**
+   * Whether a stateful operator of this task committed its stores: Spark sets its "number of total
+   * state rows" metric from the committed stores' metrics, after the commit (stream-stream join:
+   * {@code onOutputCompletion}; aggregation: {@code StateStoreSaveExec} after {@code
+   * store.commit()}), and the fault fires only in a task whose operator took rows.
+   */
+  private static boolean stateCommitted(TaskContext context) {
+    scala.collection.Iterator<?> accums = context.taskMetrics().accumulators().iterator();
+    while (accums.hasNext()) {
+      org.apache.spark.util.AccumulatorV2<?, ?> acc =
+          (org.apache.spark.util.AccumulatorV2<?, ?>) accums.next();
+      if (acc.name().isDefined()
+          && acc.name().get().equals("number of total state rows")
+          && acc.value() instanceof Long rows
+          && rows > 0) {
+        return true;
+      }
+    }
+    return false;
   }
 }
