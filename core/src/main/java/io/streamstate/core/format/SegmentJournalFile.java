@@ -115,16 +115,7 @@ public final class SegmentJournalFile {
   }
 
   private static boolean verifiesAsRecordHeader(byte[] bytes, int at) {
-    ByteBuffer in = ByteBuffer.wrap(bytes, at, RECORD_HEADER_LENGTH);
-    int length = in.getInt();
-    in.getLong();
-    int stored = in.getInt();
-    if (length < FramedFile.framedLength(0) || length > MAX_RECORD_LENGTH) {
-      return false;
-    }
-    CRC32C crc = new CRC32C();
-    crc.update(bytes, at, 12);
-    return (int) crc.getValue() == stored;
+    return headerProblem(bytes, at) == null;
   }
 
   /**
@@ -133,20 +124,29 @@ public final class SegmentJournalFile {
    * @throws CorruptFileException its checksum or length does not verify: no record starts here
    */
   public static RecordHeader parseRecordHeader(byte[] header, long offset, String location) {
+    String problem = headerProblem(header, 0);
+    if (problem != null) {
+      throw new CorruptFileException(
+          location + " is corrupt: the record header at offset " + offset + " " + problem);
+    }
     ByteBuffer in = ByteBuffer.wrap(header, 0, RECORD_HEADER_LENGTH);
+    return new RecordHeader(in.getInt(), in.getLong());
+  }
+
+  /** Why the 16 bytes at {@code at} are not a record header; null if they are one. */
+  private static String headerProblem(byte[] bytes, int at) {
+    ByteBuffer in = ByteBuffer.wrap(bytes, at, RECORD_HEADER_LENGTH);
     int length = in.getInt();
-    long segmentId = in.getLong();
+    in.getLong();
     int stored = in.getInt();
     CRC32C crc = new CRC32C();
-    crc.update(header, 0, 12);
+    crc.update(bytes, at, 12);
     if ((int) crc.getValue() != stored) {
-      throw new CorruptFileException(
-          location + " is corrupt: the record header at offset " + offset + " does not verify");
+      return "does not verify";
     }
     if (length < FramedFile.framedLength(0) || length > MAX_RECORD_LENGTH) {
-      throw new CorruptFileException(
-          location + " is corrupt: record at offset " + offset + " has length " + length);
+      return "has length " + length;
     }
-    return new RecordHeader(length, segmentId);
+    return null;
   }
 }

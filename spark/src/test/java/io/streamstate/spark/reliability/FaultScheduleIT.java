@@ -275,24 +275,22 @@ class FaultScheduleIT {
       results.add(pool.submit(() -> runSchedule(seed, logJournals)));
     }
     pool.shutdown();
+    Map<String, Long> byTarget = new TreeMap<>();
+    int redrawn = 0;
     for (Future<ScheduleResult> future : results) {
       ScheduleResult r = future.get();
       lost += r.lost();
       doubled += r.doubled();
       restarts += r.restarts();
       r.injected().forEach((k, v) -> injected.merge(k, v, Long::sum));
+      r.storageByTarget().forEach((k, v) -> byTarget.merge(k, v, Long::sum));
+      redrawn += r.redrawn();
       if (!r.ok()) {
         failed.add("seed " + r.seed() + ": " + r.outcome());
       }
       System.out.printf("fault schedule seed %d: fired %s; %s%n", r.seed(), r.fired(), r.outcome());
     }
     long total = injected.values().stream().mapToLong(Long::longValue).sum();
-    Map<String, Long> byTarget = new TreeMap<>();
-    int redrawn = 0;
-    for (Future<ScheduleResult> future : results) {
-      future.get().storageByTarget().forEach((k, v) -> byTarget.merge(k, v, Long::sum));
-      redrawn += future.get().redrawn();
-    }
     String summary =
         String.format(
             name
