@@ -186,6 +186,8 @@ public final class VersionedStore implements AutoCloseable {
           ? local.holds(version, commitId.getAsLong())
           : local.holds(version)) {
         metrics.countWarmLoad();
+        // Every batch of every partition: DEBUG; a load from durable storage logs at INFO.
+        LOG.debug("Store {}: version {} is held locally (warm load)", name, version);
       } else {
         metrics.countDurableLoad();
         loader.load(version, commitId);

@@ -285,6 +285,17 @@ public record Changelog(
     return new Changelog(version, commitId, parentId, ops, families);
   }
 
+  /** Bytes of the keys and values of the puts and deletes. */
+  public long changeBytes() {
+    long n = 0;
+    for (FamilyChanges fc : changes) {
+      for (Change c : fc.changes()) {
+        n += c.key().length + (c.isDelete() ? 0 : c.value().length);
+      }
+    }
+    return n;
+  }
+
   /** Number of puts and deletes. */
   public long changeCount() {
     long n = 0;

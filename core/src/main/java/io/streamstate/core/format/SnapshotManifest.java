@@ -50,6 +50,15 @@ public record SnapshotManifest(long version, long commitId, List<Entry> files) {
     return names;
   }
 
+  /** Bytes of the database files this snapshot restores (shared and inline). */
+  public long totalLength() {
+    long n = 0;
+    for (Entry e : files) {
+      n += e.length();
+    }
+    return n;
+  }
+
   /** Encodes the payload (see {@code docs/format.md}, "Snapshot manifest"). */
   public byte[] encode() {
     PayloadWriter w = new PayloadWriter(4096);

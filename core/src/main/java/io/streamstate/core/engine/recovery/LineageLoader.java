@@ -17,6 +17,7 @@ import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.format.SnapshotManifest;
 import io.streamstate.core.storage.Storage;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -53,6 +54,9 @@ public final class LineageLoader {
   private final ChangelogPublisher bridges;
   private final AsyncChangelogPublisher async;
   private final StoreMetrics metrics;
+
+  /** The load under way (loads run under the store's lock), or null. */
+  private LoadTrace trace;
 
   /**
    * @param bridges publishes the empty changelogs that bridge versions an async store lost (a4)
@@ -104,7 +108,7 @@ public final class LineageLoader {
    * @throws CorruptFileException a changelog the version needs does not verify
    */
   public void load(long version) {
-    load(version, OptionalLong.empty(), true);
+    load(version, OptionalLong.empty());
   }
 
   /**
@@ -116,7 +120,44 @@ public final class LineageLoader {
    * @throws CorruptFileException a changelog the lineage needs does not verify
    */
   public void load(long version, OptionalLong commitId) {
-    load(version, commitId, true);
+    if (trace != null) {
+      load(version, commitId, true); // a4 resuming from an older version: part of the outer load
+      return;
+    }
+    trace = new LoadTrace(System.nanoTime());
+    try {
+      load(version, commitId, true);
+      if (version == 0) {
+        return; // a new store: nothing was read
+      }
+      // One line per load from durable storage: how users see what a restart or a moved task costs.
+      LOG.info(
+          "Store {}: loaded version {} (commit {}) from {} + {} changelogs ({} changes, {} bytes of"
+              + " keys and values) in {} ms",
+          storeName,
+          version,
+          StoreLayout.formatId(local.commitId()),
+          trace.base,
+          trace.replayed,
+          trace.changes,
+          trace.changeBytes,
+          (System.nanoTime() - trace.startNanos) / 1_000_000);
+    } finally {
+      trace = null;
+    }
+  }
+
+  /** What the load under way did, for its log line. */
+  private static final class LoadTrace {
+    final long startNanos;
+    String base = "the empty state";
+    long replayed;
+    long changes;
+    long changeBytes;
+
+    LoadTrace(long startNanos) {
+      this.startNanos = startNanos;
+    }
   }
 
   private void load(long version, OptionalLong exact, boolean mayWaitForOtherUploads) {
@@ -198,6 +239,7 @@ public final class LineageLoader {
     // l3: walk back until a base on the lineage: the local instance, a usable snapshot, or empty.
     while (true) {
       if (local.holds(v, expected)) {
+        trace.base = "the local instance at version " + v;
         break; // the local instance lies on the lineage: replay forward from it
       }
       if (v == 0) {
@@ -218,7 +260,7 @@ public final class LineageLoader {
       }
       // While the local instance is older, it is the base to reach: no need for snapshots.
       if (!local.holdsOlderThan(v) && restoreSnapshotOnLineage(listing, v, expected, skipped)) {
-        break;
+        break; // the trace names the snapshot
       }
       if (top != null && v == version) {
         steps.add(top);
@@ -253,8 +295,12 @@ public final class LineageLoader {
     // l4: replay the lineage, oldest first.
     for (int i = steps.size() - 1; i >= 0; i--) {
       Step step = steps.get(i);
-      local.apply(step.changelog != null ? step.changelog : reread(step, version));
+      Changelog changelog = step.changelog != null ? step.changelog : reread(step, version);
+      local.apply(changelog);
       metrics.countReplayed();
+      trace.replayed++;
+      trace.changes += changelog.changeCount();
+      trace.changeBytes += changelog.changeBytes();
     }
   }
 
@@ -403,7 +449,15 @@ public final class LineageLoader {
       }
       local.discard();
       try {
-        restorer.restore(s, local);
+        SnapshotManifest manifest = restorer.restore(s, local);
+        trace.base =
+            "snapshot "
+                + s.name()
+                + " ("
+                + manifest.files().size()
+                + " files, "
+                + manifest.totalLength()
+                + " bytes)";
         return true;
       } catch (CorruptFileException | MissingFileException e) {
         LOG.warn(

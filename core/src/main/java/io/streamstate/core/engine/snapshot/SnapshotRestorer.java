@@ -40,16 +40,18 @@ public final class SnapshotRestorer {
    * Restores snapshot {@code name} into {@code local}, which holds no instance. Its SSTs become the
    * instance's confirmed set: a later snapshot reuses them.
    *
+   * @return the manifest restored
    * @throws CorruptFileException the manifest or an SST does not verify (the snapshot is unusable;
    *     no instance is opened)
    * @throws MissingFileException the manifest or an SST is gone
    */
-  public void restore(StoreLayout.SnapshotName name, LocalInstance local) {
+  public SnapshotManifest restore(StoreLayout.SnapshotName name, LocalInstance local) {
     SnapshotManifest manifest = StoreFiles.readManifest(storage, name);
     Path dir = local.newDbDir();
     Map<String, String> restored = copyFiles(manifest, dir);
     local.openRestored(dir, manifest.version(), manifest.commitId(), restored);
     history.recorded(manifest.version());
+    return manifest;
   }
 
   /**

@@ -119,8 +119,10 @@ public final class SnapshotUploader {
    * @throws StreamStateException the upload failed (nothing references what it uploaded)
    */
   Published upload(LocalCheckpoint checkpoint, BooleanSupplier stopped) {
+    long startNanos = System.nanoTime();
     Map<String, String> shared = new HashMap<>();
-    SnapshotManifest manifest = uploadFiles(checkpoint, shared, stopped);
+    Tally tally = new Tally();
+    SnapshotManifest manifest = uploadFiles(checkpoint, shared, stopped, tally);
     // I1: the manifest is created only after every SST it names is durable (or verified there).
     if (manifest == null || stopped.getAsBoolean()) {
       return null;
@@ -147,7 +149,27 @@ public final class SnapshotUploader {
       return new Published(winner.name, Map.of());
     }
     metrics.countSnapshotWritten(framedLength(payload.length));
+    // One line per snapshot, how users see what a slow snapshot (or a later slow restore) costs.
+    LOG.info(
+        "Store {}: snapshot of version {} published as {} in {} ms: {} files ({} SSTs uploaded, {}"
+            + " reused, {} files inline), {} bytes written",
+        storeName,
+        checkpoint.version,
+        winner.name,
+        (System.nanoTime() - startNanos) / 1_000_000,
+        manifest.files().size(),
+        tally.uploaded,
+        tally.reused,
+        manifest.files().size() - tally.uploaded - tally.reused,
+        tally.uploadedBytes + framedLength(payload.length));
     return new Published(winner.name, shared);
+  }
+
+  /** What one snapshot's upload did, for its log line. */
+  private static final class Tally {
+    int uploaded;
+    int reused;
+    long uploadedBytes;
   }
 
   private boolean hedges() {
@@ -164,7 +186,10 @@ public final class SnapshotUploader {
 
   /** s2: the manifest of the checkpoint, its new shared SSTs uploaded; null once stopped. */
   private SnapshotManifest uploadFiles(
-      LocalCheckpoint checkpoint, Map<String, String> shared, BooleanSupplier stopped) {
+      LocalCheckpoint checkpoint,
+      Map<String, String> shared,
+      BooleanSupplier stopped,
+      Tally tally) {
     List<SnapshotManifest.Entry> entries = new ArrayList<>();
     List<Path> files;
     try (Stream<Path> s = Files.list(checkpoint.dir)) {
@@ -184,11 +209,12 @@ public final class SnapshotUploader {
           // I9: reused without upload only if a manifest of this instance confirmed it.
           if (confirmed != null && confirmed.length() == length) {
             metrics.countSstReused();
+            tally.reused++;
           } else {
             if (stopped.getAsBoolean()) {
               return null;
             }
-            sharedName = uploadSst(checkpoint, f, length);
+            sharedName = uploadSst(checkpoint, f, length, tally);
           }
           shared.put(localName, sharedName);
           entries.add(SnapshotManifest.Entry.shared(localName, length, sharedName));
@@ -230,7 +256,8 @@ public final class SnapshotUploader {
   }
 
   /** Uploads one SST (hedged if the store hedges); returns the durable name to reference. */
-  private String uploadSst(LocalCheckpoint checkpoint, Path file, long length) throws IOException {
+  private String uploadSst(LocalCheckpoint checkpoint, Path file, long length, Tally tally)
+      throws IOException {
     String hash = sha256(file);
     SharedSstCopy primary = new SharedSstCopy(checkpoint, layout.sst(hash, length), file);
     String name;
@@ -248,8 +275,11 @@ public final class SnapshotUploader {
     }
     if (created) {
       metrics.countSstUploaded(framedLength(length));
+      tally.uploaded++;
+      tally.uploadedBytes += framedLength(length);
     } else {
       metrics.countSstReused();
+      tally.reused++;
     }
     return name;
   }
