@@ -104,6 +104,31 @@ class LoadAndSnapshotLogTest {
                 + " bytes of keys and values)");
   }
 
+  @Test
+  void aLoadOnAnOlderLocalCopyNamesItAsTheBase() {
+    InMemoryStorage durable = new InMemoryStorage();
+    try (VersionedStore behind = open(durable, "a")) {
+      commit(behind, 1, 3);
+      // Another instance (a task that ran elsewhere) commits version 4 on version 3.
+      try (VersionedStore other = open(durable, "b")) {
+        commit(other, 4, 4);
+      }
+      try (StateTransaction tx = behind.begin(4)) {
+        assertState(tx, 4);
+      }
+    }
+    assertThat(linesWith("loaded version 4"))
+        .as("the instance that stayed at version 3")
+        .last()
+        .asString()
+        .contains(
+            "from the local instance at version 3 + 1 changelogs ("
+                + changes(4, 4)
+                + " changes, "
+                + changeBytes(4, 4)
+                + " bytes");
+  }
+
   private VersionedStore open(InMemoryStorage durable, String local) {
     return VersionedStore.builder(STORE, durable)
         .localDir(tmp.resolve(local))
