@@ -5,8 +5,8 @@ import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
 import java.awt.Graphics2D;
-import java.awt.RenderingHints;
-import java.awt.image.BufferedImage;
+import java.awt.geom.Ellipse2D;
+import java.awt.geom.Rectangle2D;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,11 +14,26 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
-import javax.imageio.ImageIO;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.LogAxis;
+import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.axis.NumberTick;
+import org.jfree.chart.axis.NumberTickUnit;
+import org.jfree.chart.axis.ValueAxis;
+import org.jfree.chart.plot.PlotOrientation;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.XYLineAndShapeRenderer;
+import org.jfree.chart.title.LegendTitle;
+import org.jfree.chart.ui.RectangleEdge;
+import org.jfree.chart.ui.TextAnchor;
+import org.jfree.data.xy.XYSeries;
+import org.jfree.data.xy.XYSeriesCollection;
 
 /**
- * The {@link Report}'s PNG charts, in plain Java2D: a batch duration CDF per provider and a value
- * per batch id over time.
+ * The {@link Report}'s PNG charts, drawn by JFreeChart: a batch duration CDF per provider (log x,
+ * labelled at 1, 2 and 5 times each power of ten) and a value per batch id over time. Every chart
+ * has a title, axis labels with units and a legend; the reference provider is drawn thicker.
  */
 final class ReportCharts {
   private static final Color[] COLORS = {
@@ -31,12 +46,8 @@ final class ReportCharts {
     new Color(0x7F7F7F)
   };
 
-  private static final int W = 900;
-  private static final int H = 520;
-  private static final int L = 80;
-  private static final int R = 200;
-  private static final int T = 40;
-  private static final int B = 60;
+  private static final int W = 1000;
+  private static final int H = 560;
 
   /** The colour of the {@code i}-th provider of a chart. */
   private static Color color(int i) {
@@ -46,75 +57,32 @@ final class ReportCharts {
   /** Batch duration CDF per provider, log x; {@code reference} drawn thicker. */
   static void cdf(Path file, String title, Map<String, double[]> durations, String reference)
       throws IOException {
-    double max = 1;
-    double min = Double.MAX_VALUE;
-    for (double[] d : durations.values()) {
-      for (double x : d) {
-        max = Math.max(max, x);
-        min = Math.min(min, Math.max(1, x));
-      }
-    }
-    if (min == Double.MAX_VALUE) {
-      min = 1;
-    }
-    double lo = Math.log10(Math.max(1, min * 0.8));
-    double hi = Math.log10(max * 1.2);
-    if (hi - lo < 0.5) {
-      hi = lo + 0.5;
-    }
-    BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g =
-        frame(
-            img,
-            "Batch duration CDF: " + title,
-            "batch duration (ms, log scale)",
-            "fraction of batches");
-    // axes ticks
-    for (int e = (int) Math.floor(lo); e <= Math.ceil(hi); e++) {
-      for (int m : new int[] {1, 2, 5}) {
-        double v = m * Math.pow(10, e);
-        double lv = Math.log10(v);
-        if (lv < lo || lv > hi) {
-          continue;
-        }
-        int x = L + (int) ((lv - lo) / (hi - lo) * (W - L - R));
-        g.setColor(new Color(0xE0E0E0));
-        g.drawLine(x, T, x, H - B);
-        g.setColor(Color.DARK_GRAY);
-        g.drawString(String.format(Locale.ROOT, "%.0f", v), x - 10, H - B + 18);
-      }
-    }
-    for (int i = 0; i <= 4; i++) {
-      int y = H - B - i * (H - T - B) / 4;
-      g.setColor(new Color(0xE0E0E0));
-      g.drawLine(L, y, W - R, y);
-      g.setColor(Color.DARK_GRAY);
-      g.drawString(String.format(Locale.ROOT, "%.2f", i / 4.0), L - 40, y + 4);
-    }
-    int s = 0;
+    XYSeriesCollection data = new XYSeriesCollection();
+    List<Integer> providerOfSeries = new ArrayList<>();
+    List<Boolean> referenceSeries = new ArrayList<>();
+    int p = 0;
     for (Map.Entry<String, double[]> e : durations.entrySet()) {
-      Color c = color(s);
       double[] d = e.getValue();
-      g.setColor(c);
-      g.setStroke(new BasicStroke(e.getKey().equals(reference) ? 3f : 2f));
-      int px = -1;
-      int py = H - B;
-      for (int i = 0; i < d.length; i++) {
-        int x = L + (int) ((Math.log10(Math.max(1, d[i])) - lo) / (hi - lo) * (W - L - R));
-        int y = H - B - (int) ((i + 1.0) / d.length * (H - T - B));
-        if (px >= 0) {
-          g.drawLine(px, py, x, py); // step
-          g.drawLine(x, py, x, y);
-        } else {
-          g.drawLine(x, H - B, x, y);
+      if (d.length > 0) {
+        // A step per batch: at duration d[i] the fraction rises to (i + 1) / n.
+        XYSeries series = new XYSeries(e.getKey() + " (n=" + d.length + ")", false, true);
+        for (int i = 0; i < d.length; i++) {
+          double ms = Math.max(1, d[i]);
+          series.add(ms, (double) i / d.length);
+          series.add(ms, (i + 1.0) / d.length);
         }
-        px = x;
-        py = y;
+        data.addSeries(series);
+        providerOfSeries.add(p);
+        referenceSeries.add(e.getKey().equals(reference));
       }
-      legend(g, s++, e.getKey() + " (n=" + d.length + ")", c);
+      p++;
     }
-    g.dispose();
-    ImageIO.write(img, "png", file.toFile());
+    LogAxis x = new OneTwoFiveLogAxis("batch duration (ms, log scale)");
+    NumberAxis y = new NumberAxis("fraction of batches taking at most x");
+    y.setRange(0, 1.02);
+    y.setTickUnit(new NumberTickUnit(0.1));
+    save(
+        file, chart("Batch duration CDF: " + title, data, x, y, providerOfSeries, referenceSeries));
   }
 
   /** {@code column} per batch id of the steady phase, a line per provider and round. */
@@ -126,91 +94,131 @@ final class ReportCharts {
       String yLabel,
       String reference)
       throws IOException {
-    double maxY = 1;
-    double maxX = 1;
-    for (List<Row> rows : byProvider.values()) {
-      for (Row r : rows) {
-        if (r.s("phase").equals("steady") && !Double.isNaN(r.d(column))) {
-          maxY = Math.max(maxY, r.d(column));
-          maxX = Math.max(maxX, r.d("batchId"));
-        }
-      }
-    }
-    maxY *= 1.1;
-    BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
-    Graphics2D g = frame(img, title, "batch id", yLabel);
-    for (int i = 0; i <= 5; i++) {
-      int y = H - B - i * (H - T - B) / 5;
-      g.setColor(new Color(0xE0E0E0));
-      g.drawLine(L, y, W - R, y);
-      g.setColor(Color.DARK_GRAY);
-      g.drawString(String.format(Locale.ROOT, "%.0f", maxY * i / 5), L - 50, y + 4);
-    }
-    for (int b = 0; b <= maxX; b += Math.max(1, (int) maxX / 10)) {
-      int x = L + (int) (b / maxX * (W - L - R));
-      g.drawString(Integer.toString(b), x - 4, H - B + 18);
-    }
-    int s = 0;
+    XYSeriesCollection data = new XYSeriesCollection();
+    List<Integer> providerOfSeries = new ArrayList<>();
+    List<Boolean> referenceSeries = new ArrayList<>();
+    int p = 0;
     for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
-      Color c = color(s);
-      g.setColor(c);
-      g.setStroke(new BasicStroke(e.getKey().equals(reference) ? 3f : 2f));
-      Map<String, List<double[]>> byRound = new TreeMap<>();
+      Map<String, XYSeries> byRound = new TreeMap<>();
       for (Row r : e.getValue()) {
         if (r.s("phase").equals("steady") && !Double.isNaN(r.d(column))) {
           byRound
-              .computeIfAbsent(r.s("round"), k -> new ArrayList<>())
-              .add(new double[] {r.d("batchId"), r.d(column)});
+              .computeIfAbsent(r.s("round"), k -> new XYSeries(e.getKey() + " round " + k))
+              .add(r.d("batchId"), r.d(column));
         }
       }
-      for (List<double[]> pts : byRound.values()) {
-        pts.sort((a, b) -> Double.compare(a[0], b[0]));
-        int px = -1;
-        int py = -1;
-        for (double[] pt : pts) {
-          int x = L + (int) (pt[0] / maxX * (W - L - R));
-          int y = H - B - (int) (pt[1] / maxY * (H - T - B));
-          g.fillOval(x - 3, y - 3, 6, 6);
-          if (px >= 0) {
-            g.drawLine(px, py, x, y);
-          }
-          px = x;
-          py = y;
+      boolean first = true;
+      for (XYSeries series : byRound.values()) {
+        if (first) {
+          // The legend names the provider once; its other rounds share its colour.
+          series.setKey(
+              byRound.size() == 1
+                  ? e.getKey()
+                  : e.getKey() + " (" + byRound.size() + " rounds, one line each)");
         }
+        data.addSeries(series);
+        providerOfSeries.add(first ? p : -1 - p);
+        referenceSeries.add(e.getKey().equals(reference));
+        first = false;
       }
-      legend(g, s++, e.getKey(), c);
+      p++;
     }
-    g.dispose();
-    ImageIO.write(img, "png", file.toFile());
+    NumberAxis x = new NumberAxis("batch id");
+    x.setStandardTickUnits(NumberAxis.createIntegerTickUnits());
+    NumberAxis y = new NumberAxis(yLabel);
+    y.setAutoRangeIncludesZero(true);
+    JFreeChart chart = chart(title, data, x, y, providerOfSeries, referenceSeries);
+    XYLineAndShapeRenderer renderer = (XYLineAndShapeRenderer) chart.getXYPlot().getRenderer();
+    renderer.setDefaultShapesVisible(true);
+    save(file, chart);
   }
 
-  private static Graphics2D frame(BufferedImage img, String title, String xLabel, String yLabel) {
-    Graphics2D g = img.createGraphics();
-    g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-    g.setRenderingHint(
-        RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
-    g.setColor(Color.WHITE);
-    g.fillRect(0, 0, W, H);
-    g.setColor(Color.BLACK);
-    g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 15));
-    g.drawString(title, L, 25);
-    g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
-    g.drawRect(L, T, W - L - R, H - T - B);
-    g.drawString(xLabel, L + (W - L - R) / 2 - 60, H - 15);
-    Graphics2D rot = (Graphics2D) g.create();
-    rot.rotate(-Math.PI / 2);
-    rot.drawString(yLabel, -(T + (H - T - B) / 2) - 50, 18);
-    rot.dispose();
-    return g;
+  /**
+   * A chart of {@code data}; series {@code i} in the colour of provider {@code providerOfSeries[i]}
+   * (negative, {@code -1 - provider}: the same colour, left out of the legend).
+   */
+  private static JFreeChart chart(
+      String title,
+      XYSeriesCollection data,
+      ValueAxis x,
+      ValueAxis y,
+      List<Integer> providerOfSeries,
+      List<Boolean> referenceSeries) {
+    XYLineAndShapeRenderer renderer = new XYLineAndShapeRenderer(true, false);
+    for (int i = 0; i < providerOfSeries.size(); i++) {
+      int provider = providerOfSeries.get(i);
+      boolean inLegend = provider >= 0;
+      Color c = color(inLegend ? provider : -1 - provider);
+      renderer.setSeriesPaint(i, c);
+      renderer.setSeriesStroke(i, new BasicStroke(referenceSeries.get(i) ? 3f : 1.6f));
+      renderer.setSeriesVisibleInLegend(i, inLegend);
+      renderer.setSeriesShape(i, new Ellipse2D.Double(-2.5, -2.5, 5, 5));
+    }
+    Font labels = new Font(Font.SANS_SERIF, Font.PLAIN, 13);
+    Font ticks = new Font(Font.SANS_SERIF, Font.PLAIN, 11);
+    for (ValueAxis axis : List.of(x, y)) {
+      axis.setLabelFont(labels);
+      axis.setTickLabelFont(ticks);
+    }
+    XYPlot plot = new XYPlot(data, x, y, renderer);
+    plot.setOrientation(PlotOrientation.VERTICAL);
+    plot.setBackgroundPaint(Color.WHITE);
+    plot.setDomainGridlinePaint(new Color(0xD0D0D0));
+    plot.setRangeGridlinePaint(new Color(0xD0D0D0));
+    JFreeChart chart = new JFreeChart(title, new Font(Font.SANS_SERIF, Font.BOLD, 15), plot, true);
+    chart.setBackgroundPaint(Color.WHITE);
+    LegendTitle legend = chart.getLegend();
+    legend.setPosition(RectangleEdge.RIGHT);
+    legend.setItemFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
+    return chart;
   }
 
-  private static void legend(Graphics2D g, int i, String label, Color c) {
-    int x = W - R + 15;
-    int y = T + 10 + i * 22;
-    g.setColor(c);
-    g.fillRect(x, y, 18, 10);
-    g.setColor(Color.BLACK);
-    g.drawString(label, x + 24, y + 10);
+  private static void save(Path file, JFreeChart chart) throws IOException {
+    ChartUtils.saveChartAsPNG(file.toFile(), chart, W, H);
+  }
+
+  /**
+   * A log axis labelled at 1, 2 and 5 times each power of ten (JFreeChart's labels one point per
+   * power of ten, which leaves a range under one decade, as batch durations often are, with one
+   * label or none).
+   */
+  private static final class OneTwoFiveLogAxis extends LogAxis {
+    OneTwoFiveLogAxis(String label) {
+      super(label);
+      setSmallestValue(1);
+    }
+
+    @Override
+    protected List<NumberTick> refreshTicksHorizontal(
+        Graphics2D g2, Rectangle2D dataArea, RectangleEdge edge) {
+      List<NumberTick> ticks = new ArrayList<>();
+      for (double v : oneTwoFive(getLowerBound(), getUpperBound())) {
+        ticks.add(
+            new NumberTick(
+                v,
+                String.format(Locale.ROOT, "%,.0f", v),
+                TextAnchor.TOP_CENTER,
+                TextAnchor.CENTER,
+                0.0));
+      }
+      return ticks;
+    }
+  }
+
+  /** 1, 2 and 5 times the powers of ten (at least 1) within {@code [lo, hi]}, ascending. */
+  static List<Double> oneTwoFive(double lo, double hi) {
+    List<Double> values = new ArrayList<>();
+    for (int e = Math.max(0, (int) Math.floor(Math.log10(lo)));
+        e <= Math.ceil(Math.log10(hi));
+        e++) {
+      for (int m : new int[] {1, 2, 5}) {
+        double v = m * Math.pow(10, e);
+        if (v >= lo && v <= hi) {
+          values.add(v);
+        }
+      }
+    }
+    return values;
   }
 
   private ReportCharts() {}
