@@ -12,18 +12,18 @@ import static org.apache.spark.sql.functions.window;
 
 import io.streamstate.spark.StreamStateProvider;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.time.Instant;
-import java.util.Comparator;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -58,49 +58,73 @@ public final class OrderRevenueDemo {
 
   private OrderRevenueDemo() {}
 
+  private static final String PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass";
+
   public static void main(String[] args) throws Exception {
     int i = 0;
     boolean fresh = args.length > 0 && args[0].equals("--fresh");
     if (fresh) {
       i++;
     }
-    Path dir = Paths.get(args.length > i ? args[i] : "target/demo").toAbsolutePath();
+    // A local path, or any URI Hadoop serves (hdfs://, s3a://) on a cluster.
+    String location = args.length > i ? args[i] : "target/demo";
     int maxBatches = args.length > i + 1 ? Integer.parseInt(args[i + 1]) : 15;
     int maxSeconds = args.length > i + 2 ? Integer.parseInt(args[i + 2]) : 60;
-    Path checkpoint = dir.resolve("checkpoint");
-    Path output = dir.resolve("revenue");
-    if (fresh) {
-      deleteRecursively(dir);
-    }
 
-    OptionalLong lastCommitted = lastCommittedBatch(checkpoint);
+    // Under spark-submit (docs/getting-started.md) the master and our two settings come from the
+    // command line and spark-defaults.conf, which Spark passes as system properties; run by Maven
+    // (the README's demo command), the demo sets them itself.
+    boolean submitted = System.getProperty("spark.master") != null;
+    SparkSession.Builder builder = SparkSession.builder().appName("OrderRevenueDemo");
+    if (!submitted) {
+      builder
+          .master("local[2]")
+          .config("spark.ui.enabled", "false")
+          .config("spark.driver.host", "127.0.0.1")
+          .config("spark.driver.bindAddress", "127.0.0.1")
+          .config(PROVIDER_KEY, StreamStateProvider.class.getName())
+          // Ours for Spark's offset and commit logs too: no rename, and on a local disk no
+          // process forked per file (Spark's default does that without Hadoop's native library).
+          .config(
+              "spark.sql.streaming.checkpointFileManagerClass",
+              "io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager");
+    }
+    SparkSession spark =
+        builder
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.sql.streaming.stateStore.maintenanceInterval", "5s")
+            .config("spark.sql.adaptive.enabled", "false")
+            .getOrCreate();
+    Path given =
+        location.contains("://")
+            ? new Path(location)
+            : new Path(Paths.get(location).toAbsolutePath().toUri());
+    FileSystem fs = given.getFileSystem(spark.sparkContext().hadoopConfiguration());
+    Path dir = fs.makeQualified(given);
+    Path checkpoint = new Path(dir, "checkpoint");
+    Path state = new Path(checkpoint, "state");
+    Path output = new Path(dir, "revenue");
+    if (fresh) {
+      fs.delete(dir, true);
+    }
+    OptionalLong lastCommitted = lastCommittedBatch(fs, checkpoint);
     if (lastCommitted.isPresent()) {
       System.out.printf(
           "resuming from checkpoint at batch %d (last committed batch; state from %s)%n",
-          lastCommitted.getAsLong(), checkpoint.resolve("state"));
+          lastCommitted.getAsLong(), state);
     } else {
       System.out.printf("starting with a fresh checkpoint at %s%n", checkpoint);
     }
 
-    SparkSession spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("OrderRevenueDemo")
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.sql.shuffle.partitions", "4")
-            .config(
-                "spark.sql.streaming.stateStore.providerClass", StreamStateProvider.class.getName())
-            // Ours for Spark's offset and commit logs too: no rename, and on a local disk no
-            // process forked per file (Spark's default does that without Hadoop's native library).
-            .config(
-                "spark.sql.streaming.checkpointFileManagerClass",
-                "io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager")
-            .config("spark.sql.streaming.stateStore.maintenanceInterval", "5s")
-            .config("spark.sql.adaptive.enabled", "false")
-            .getOrCreate();
+    String provider = spark.conf().get(PROVIDER_KEY, "(Spark's default)");
+    if (!provider.equals(StreamStateProvider.class.getName())) {
+      System.err.printf(
+          "%s is %s, not %s: add the settings of docs/getting-started.md, section 2%n",
+          PROVIDER_KEY, provider, StreamStateProvider.class.getName());
+      spark.stop();
+      System.exit(2);
+    }
     spark.sparkContext().setLogLevel("WARN");
 
     CountDownLatch batchesLeft = new CountDownLatch(maxBatches);
@@ -164,9 +188,7 @@ public final class OrderRevenueDemo {
         "Parquet at %s: %d rows (closed shop-minutes), %d orders, revenue %s%n",
         output, totals.getLong(0), totals.isNullAt(1) ? 0 : totals.getLong(1), totals.get(2));
     written.orderBy(col("window_start").desc(), col("shop")).show(5, false);
-    System.out.printf(
-        "streamstate files under %s: %d%n",
-        checkpoint.resolve("state"), countFiles(checkpoint.resolve("state")));
+    System.out.printf("streamstate files under %s: %d%n", state, countFiles(fs, state));
     spark.stop();
   }
 
@@ -220,39 +242,28 @@ public final class OrderRevenueDemo {
   }
 
   /** The newest batch id in {@code <checkpoint>/commits}, if any. */
-  private static OptionalLong lastCommittedBatch(Path checkpoint) throws IOException {
-    Path commits = checkpoint.resolve("commits");
-    if (!Files.isDirectory(commits)) {
+  private static OptionalLong lastCommittedBatch(FileSystem fs, Path checkpoint)
+      throws IOException {
+    Path commits = new Path(checkpoint, "commits");
+    if (!fs.exists(commits)) {
       return OptionalLong.empty();
     }
-    try (Stream<Path> files = Files.list(commits)) {
-      return files
-          .map(f -> f.getFileName().toString())
-          .filter(n -> n.matches("\\d+"))
-          .mapToLong(Long::parseLong)
-          .max();
-    }
+    return Arrays.stream(fs.listStatus(commits))
+        .map(f -> f.getPath().getName())
+        .filter(n -> n.matches("\\d+"))
+        .mapToLong(Long::parseLong)
+        .max();
   }
 
-  private static long countFiles(Path dir) throws IOException {
-    if (!Files.isDirectory(dir)) {
+  private static long countFiles(FileSystem fs, Path dir) throws IOException {
+    if (!fs.exists(dir)) {
       return 0;
     }
-    try (Stream<Path> walk = Files.walk(dir)) {
-      return walk.filter(Files::isRegularFile).count();
+    long n = 0;
+    for (RemoteIterator<LocatedFileStatus> files = fs.listFiles(dir, true); files.hasNext(); ) {
+      files.next();
+      n++;
     }
-  }
-
-  private static void deleteRecursively(Path root) {
-    if (!Files.exists(root)) {
-      return;
-    }
-    try (Stream<Path> walk = Files.walk(root)) {
-      for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return n;
   }
 }

@@ -1,0 +1,251 @@
+package io.streamstate.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * docs/getting-started.md cannot rot: its {@code spark-defaults.conf} lines and its local {@code
+ * spark-submit} line are run, as written, through Spark's own {@code SparkSubmit} (what {@code
+ * bin/spark-submit} launches) in a child JVM whose classpath is Spark's alone, so that our classes
+ * come only from the runtime jar on {@code --jars}, as on a user's cluster; its cluster lines are
+ * checked to be the local line with only cluster options changed; the error messages it quotes as
+ * ours are checked to be in our code.
+ *
+ * <p>What the test adds to the documented line, so that the run stays on loopback and leaves no UI
+ * port open: {@code --conf spark.ui.enabled=false}, {@code spark.driver.host} and {@code
+ * spark.driver.bindAddress} set to 127.0.0.1. It substitutes the built jars' paths for their file
+ * names, and a temporary directory for the demo's.
+ */
+class GettingStartedIT {
+  private static final Path ROOT = Path.of(System.getProperty("streamstate.repoRoot"));
+  private static final Path DOC = ROOT.resolve("docs/getting-started.md");
+  private static final String VERSION = System.getProperty("streamstate.version");
+  private static final String DOC_RUNTIME_JAR =
+      "streamstate-spark-runtime-4.2_2.13-" + VERSION + ".jar";
+  private static final String DOC_EXAMPLES_JAR = "streamstate-examples-" + VERSION + ".jar";
+  private static final String DOC_DEMO_DIR = "/tmp/orders-demo";
+
+  @TempDir Path work;
+
+  @Test
+  void theSparkDefaultsAndTheLocalSubmitLineRunTheDemoAndItsRestartOnOurProvider()
+      throws Exception {
+    Map<String, String> blocks = blocks();
+    String line = System.getProperty("streamstate.lineArtifact");
+    assumeThat(line)
+        .as("the documented jar is Spark 4.2's; this build is for another line")
+        .isEqualTo("streamstate-spark-4.2_2.13");
+    Path runtimeJar =
+        ROOT.resolve(
+            "spark-runtime-4.2/target/streamstate-spark-runtime-4.2_2.13-" + VERSION + ".jar");
+    assertThat(runtimeJar)
+        .as("the runtime jar (the full build makes it before this module)")
+        .exists();
+
+    Path conf = Files.createDirectories(work.resolve("conf"));
+    Files.writeString(conf.resolve("spark-defaults.conf"), blocks.get("spark-defaults"));
+    Path demoDir = work.resolve("orders-demo");
+    String submit =
+        blocks
+            .get("submit-local")
+            .replace(DOC_RUNTIME_JAR, runtimeJar.toString())
+            .replace(DOC_EXAMPLES_JAR, System.getProperty("streamstate.examplesJar"))
+            .replace(DOC_DEMO_DIR, demoDir.toString());
+    List<String> args = shellWords(submit);
+    assertThat(args.get(0)).isEqualTo("$SPARK_HOME/bin/spark-submit");
+
+    String first = run(args.subList(1, args.size()), conf);
+    assertThat(first)
+        .contains("starting with a fresh checkpoint")
+        .containsPattern("batch +0: .*state commit \\d+ ms \\(streamstate")
+        .contains("loads warm/durable 0/4")
+        .containsPattern("Parquet at .*: \\d+ rows");
+
+    // The same line without --fresh: a restart, every partition loaded from our durable files.
+    List<String> resume = new ArrayList<>(args.subList(1, args.size()));
+    assertThat(resume.remove("--fresh")).isTrue();
+    String second = run(resume, conf);
+    assertThat(second)
+        .containsPattern("resuming from checkpoint at batch \\d+")
+        .contains("loads warm/durable 0/4");
+  }
+
+  @Test
+  void eachClusterLineIsTheLocalLineWithOnlyClusterOptionsChanged() throws IOException {
+    Map<String, String> blocks = blocks();
+    List<String> local = withoutClusterOptions(shellWords(blocks.get("submit-local")));
+    List<String> clusterLines =
+        List.of(
+            "submit-yarn-client", "submit-yarn-cluster", "submit-k8s-client", "submit-k8s-cluster");
+    for (String name : clusterLines) {
+      assertThat(blocks).containsKey(name);
+      List<String> cluster = withoutClusterOptions(shellWords(blocks.get(name)));
+      assertThat(cluster).as(name).isEqualTo(local);
+    }
+    assertThat(blocks.get("submit-yarn-cluster")).contains("--deploy-mode cluster");
+    assertThat(blocks.get("submit-k8s-client")).contains("--deploy-mode client");
+  }
+
+  @Test
+  void everyMessageQuotedAsOursIsPrintedByOurCode() throws IOException {
+    String doc = Files.readString(DOC);
+    String sources = ourMainSources();
+    List<String> ours = new ArrayList<>();
+    Matcher row = Pattern.compile("(?m)^\\| `([^`]+)`[^|]*\\| ours \\|").matcher(doc);
+    while (row.find()) {
+      ours.add(row.group(1));
+    }
+    assertThat(ours).as("troubleshooting rows quoting our messages").hasSizeGreaterThan(4);
+    for (String message : ours) {
+      assertThat(sources).as("our code prints \"%s\"", message).contains(message);
+    }
+  }
+
+  /**
+   * The cluster-specific parts of a line replaced by placeholders: {@code --master} and {@code
+   * --deploy-mode} values and {@code spark.kubernetes.*}/{@code spark.executor.*} settings dropped,
+   * jar locations reduced to their file names, the demo's directory argument to "DIR".
+   */
+  private static List<String> withoutClusterOptions(List<String> words) {
+    List<String> kept = new ArrayList<>();
+    for (int i = 0; i < words.size(); i++) {
+      String w = words.get(i);
+      if (w.equals("--master") || w.equals("--deploy-mode")) {
+        i++;
+        continue;
+      }
+      if (w.equals("--conf")
+          && (words.get(i + 1).startsWith("spark.kubernetes.")
+              || words.get(i + 1).startsWith("spark.executor."))) {
+        i++;
+        continue;
+      }
+      if (w.endsWith(".jar")) {
+        kept.add(w.substring(w.lastIndexOf('/') + 1));
+      } else if (i == words.size() - 3) {
+        kept.add("DIR"); // <dir> <batches> <seconds> end the line
+      } else {
+        kept.add(w);
+      }
+    }
+    return kept;
+  }
+
+  /** Runs {@code SparkSubmit} with {@code args} in a child JVM of Spark's classpath alone. */
+  private String run(List<String> args, Path confDir) throws Exception {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(shellWords(System.getProperty("streamstate.sparkJvmFlags")));
+    command.add("-Xmx1536m");
+    command.add("-cp");
+    command.add(
+        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim());
+    command.add("org.apache.spark.deploy.SparkSubmit");
+    // Test-only additions (see the class comment), before the application's jar.
+    command.addAll(List.of("--conf", "spark.ui.enabled=false"));
+    command.addAll(List.of("--conf", "spark.driver.host=127.0.0.1"));
+    command.addAll(List.of("--conf", "spark.driver.bindAddress=127.0.0.1"));
+    command.addAll(args);
+    ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+    pb.environment().put("SPARK_CONF_DIR", confDir.toString());
+    pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
+    pb.environment().remove("SPARK_HOME");
+    Path log = Files.createTempFile(work, "spark-submit", ".log");
+    pb.redirectOutput(log.toFile());
+    Process process = pb.start();
+    boolean ended = process.waitFor(5, TimeUnit.MINUTES);
+    if (!ended) {
+      process.destroyForcibly();
+    }
+    String output = Files.readString(log, StandardCharsets.UTF_8);
+    System.out.println(output);
+    assertThat(ended).as("spark-submit ended within 5 minutes").isTrue();
+    assertThat(process.exitValue()).as("spark-submit's exit code; output:%n%s", output).isZero();
+    return output;
+  }
+
+  /** The fenced blocks the doc marks as run or checked by this test, by name. */
+  private static Map<String, String> blocks() throws IOException {
+    String doc = Files.readString(DOC);
+    assertThat(doc).as("the doc names the current version").contains(VERSION);
+    Map<String, String> blocks = new LinkedHashMap<>();
+    Matcher m =
+        Pattern.compile(
+                "<!-- (?:run|checked) by GettingStartedIT: ([a-z0-9-]+) -->\\n```[a-z]*\\n(.*?)```",
+                Pattern.DOTALL)
+            .matcher(doc);
+    while (m.find()) {
+      blocks.put(m.group(1), m.group(2));
+    }
+    assertThat(blocks)
+        .containsKeys(
+            "spark-defaults",
+            "submit-local",
+            "submit-yarn-client",
+            "submit-yarn-cluster",
+            "submit-k8s-client",
+            "submit-k8s-cluster");
+    return blocks;
+  }
+
+  /** A shell line's words: backslash-newline joins lines, single quotes group (no expansion). */
+  static List<String> shellWords(String text) {
+    String joined = text.replace("\\\n", " ");
+    List<String> words = new ArrayList<>();
+    StringBuilder word = new StringBuilder();
+    boolean quoted = false;
+    boolean inWord = false;
+    for (char c : joined.toCharArray()) {
+      if (c == '\'') {
+        quoted = !quoted;
+        inWord = true;
+      } else if (Character.isWhitespace(c) && !quoted) {
+        if (inWord) {
+          words.add(word.toString());
+          word.setLength(0);
+          inWord = false;
+        }
+      } else {
+        word.append(c);
+        inWord = true;
+      }
+    }
+    if (inWord) {
+      words.add(word.toString());
+    }
+    return words;
+  }
+
+  /** Every main source file of ours, concatenated (the messages we print are in them). */
+  private static String ourMainSources() throws IOException {
+    StringBuilder all = new StringBuilder();
+    List<Path> mainSources;
+    try (Stream<Path> modules = Files.list(ROOT)) {
+      mainSources = modules.map(m -> m.resolve("src/main")).filter(Files::isDirectory).toList();
+    }
+    for (Path dir : mainSources) {
+      try (Stream<Path> files = Files.walk(dir)) {
+        for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+          // Messages are built from string pieces across lines: join them as the JVM would.
+          all.append(Files.readString(f).replaceAll("\"\\s*\\n?\\s*\\+\\s*\"", ""));
+        }
+      }
+    }
+    return all.toString();
+  }
+}
