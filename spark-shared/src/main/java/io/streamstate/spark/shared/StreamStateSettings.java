@@ -49,18 +49,10 @@ public class StreamStateSettings {
   public static final String GROUP_COMMIT_JOURNAL_ROLL_MS = PREFIX + "groupCommit.journal.rollMs";
   public static final String HEDGE_ENABLED = PREFIX + "hedge.enabled";
 
-  /**
-   * {@code RenameFreeCheckpointFileManager}: keep Spark's offset and commit logs in journals
-   * (docs/protocol.md, "Spark log journal"); default false.
-   */
+  /** Read by {@code RenameFreeCheckpointFileManager} ({@link #logJournalEnabled}). */
   public static final String LOG_JOURNAL = PREFIX + "logJournal.enabled";
 
-  /**
-   * {@code RenameFreeCheckpointFileManager}: a log journal rolls to the next epoch after this many
-   * records (entries and deletes), or twice its live entries if more; default {@value
-   * #DEFAULT_LOG_JOURNAL_ROLL_RECORDS}. The first manager of a process to open a log's journal
-   * fixes it for that log.
-   */
+  /** Read by {@code RenameFreeCheckpointFileManager} ({@link #logJournalRollRecords}). */
   public static final String LOG_JOURNAL_ROLL_RECORDS = PREFIX + "logJournal.rollRecords";
 
   public static final int DEFAULT_LOG_JOURNAL_ROLL_RECORDS = 2048;
