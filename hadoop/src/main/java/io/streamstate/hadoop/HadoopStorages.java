@@ -1,6 +1,7 @@
 package io.streamstate.hadoop;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.config.ConfigValues;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.LocalStorage;
@@ -115,10 +116,21 @@ public final class HadoopStorages {
         : HadoopStorage.open(fs, path, resources);
   }
 
-  /** Whether {@code conf} accepts single-writer storage ({@value #SPARK_ALLOW_SINGLE_WRITER}). */
+  /**
+   * Whether {@code conf} accepts single-writer storage ({@value #SPARK_ALLOW_SINGLE_WRITER} or
+   * {@value #ALLOW_SINGLE_WRITER}).
+   *
+   * @throws IllegalArgumentException a value other than {@code true} or {@code false}, naming the
+   *     key
+   */
   public static boolean allowsSingleWriter(Configuration conf) {
-    return conf.getBoolean(SPARK_ALLOW_SINGLE_WRITER, false)
-        || conf.getBoolean(ALLOW_SINGLE_WRITER, false);
+    return readBoolean(conf, SPARK_ALLOW_SINGLE_WRITER) || readBoolean(conf, ALLOW_SINGLE_WRITER);
+  }
+
+  /** Strictly: Hadoop's {@code getBoolean} would read a typo ("ture") as the default. */
+  private static boolean readBoolean(Configuration conf, String key) {
+    String value = conf.get(key);
+    return value != null && !value.isBlank() && ConfigValues.parseBoolean(key, value);
   }
 
   /** Gives a scheme-less path the scheme and authority of the default file system. */

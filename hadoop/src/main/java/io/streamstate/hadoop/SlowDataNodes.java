@@ -1,6 +1,7 @@
 package io.streamstate.hadoop;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.config.ConfigValues;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -63,9 +64,9 @@ public final class SlowDataNodes {
   private static final Logger LOG = LoggerFactory.getLogger(SlowDataNodes.class);
 
   /**
-   * The Hadoop setting for how long a DataNode stays suspect after a late write through it, in ms;
-   * 0 turns the tracking off (files are placed as usual). Read from the file system's configuration
-   * when the cluster is first used in the process.
+   * The Hadoop setting for how long a DataNode stays suspect after a late write through it, in ms
+   * or with Spark's time suffixes ("90s"); 0 turns the tracking off (files are placed as usual).
+   * Read from the file system's configuration when the cluster is first used in the process.
    */
   public static final String SUSPECT_MILLIS_KEY = "streamstate.datanode.suspectMs";
 
@@ -157,10 +158,11 @@ public final class SlowDataNodes {
             cluster,
             c -> {
               Configuration conf = fs.getConf();
+              String value = conf == null ? null : conf.get(SUSPECT_MILLIS_KEY);
               long window =
-                  conf == null
+                  value == null || value.isBlank()
                       ? DEFAULT_SUSPECT_MILLIS
-                      : conf.getLong(SUSPECT_MILLIS_KEY, DEFAULT_SUSPECT_MILLIS);
+                      : ConfigValues.parseMillis(SUSPECT_MILLIS_KEY, value);
               return new SlowDataNodes(Math.max(0, window), System::currentTimeMillis);
             });
   }

@@ -12,6 +12,7 @@ import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgeMetrics;
 import io.streamstate.core.hedge.HedgedWriter;
+import io.streamstate.spark.shared.ConfigWarnings;
 import io.streamstate.spark.shared.Hedgers;
 import io.streamstate.spark.shared.SparkLine;
 import java.io.IOException;
@@ -168,7 +169,11 @@ abstract class StreamStateProviderBase {
     StoreLocations.Location location =
         StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
     Path localDir = LocalDirs.localDir(conf, stateStoreId);
-    this.budget = RocksDbMemoryBudget.shared(resources, ExecutorMemory.capBytes(conf));
+    long cap = ExecutorMemory.capBytes(conf);
+    this.budget = RocksDbMemoryBudget.shared(resources, cap);
+    ConfigWarnings.of(resources)
+        .checkProcessWide(
+            StreamStateConf.MEMORY_CAP_BYTES, Long.toString(budget.capBytes()), Long.toString(cap));
     // One hedger per process and policy: its deadline learns from, and its budget bounds, every
     // store that shares it.
     HedgedWriter hedger =

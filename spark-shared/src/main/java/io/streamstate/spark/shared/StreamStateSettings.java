@@ -1,5 +1,6 @@
 package io.streamstate.spark.shared;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.segment.GroupCommitter;
@@ -8,92 +9,23 @@ import io.streamstate.core.format.Changelog;
 import io.streamstate.core.hedge.HedgePolicy;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import org.apache.hadoop.conf.Configuration;
 
 /**
- * Every configuration key of the Spark adapters, with its default and its parsing: the one place
- * they are documented. Spark-free, the same in every Spark line: an adapter reads Spark's {@code
- * StateStoreConf} into a plain map and two ints and calls {@link #parse(Map, int, int)} (its {@code
+ * The configuration of the Spark adapters, read: an adapter reads Spark's {@code StateStoreConf}
+ * into a plain map and two ints and calls {@link #parse(Map, int, int)} (its {@code
  * io.streamstate.spark.StreamStateConf} extends this class, so the adapter's code names the keys
- * and accessors through it).
+ * and accessors through it). Spark-free, the same in every Spark line.
  *
- * <p>Keys live under {@value #PREFIX}. Spark hands a provider only the SQL confs starting with
- * {@code spark.sql.streaming.stateStore.} ({@code StateStoreConf.sqlConfs()}), which is why ours
- * sit there; set them on the session ({@code spark.conf.set}) or with {@code --conf}.
- *
- * <table>
- *   <caption>Keys</caption>
- *   <tr><th>key</th><th>default</th><th>meaning</th></tr>
- *   <tr><td>{@value #SNAPSHOT_INTERVAL}</td><td>Spark's {@code
- *       spark.sql.streaming.stateStore.minDeltasForSnapshot} (10)</td><td>maintenance snapshots a
- *       store once it is this many versions past its last snapshot</td></tr>
- *   <tr><td>{@value #SNAPSHOT_INLINE_SST_MAX_BYTES}</td><td>2097152 (2 MiB)</td><td>a snapshot
- *       carries a new SST up to this size inside its manifest, newest first, while the manifest
- *       holds at most twice this, instead of as a file of its own: a small store snapshots as one
- *       file. Larger and older SSTs are shared files that later snapshots reuse. 0 makes every SST
- *       a file</td></tr>
- *   <tr><td>{@value #CHANGELOG_CODEC}</td><td>deflate</td><td>how commits store their changes
- *       in changelogs and segments: {@code deflate} (zlib level 1, about a ninth of the bytes of
- *       Spark's rows, at a few ms of CPU per MB) or {@code none}. Readers need no setting</td></tr>
- *   <tr><td>{@value #MEMORY_CAP_BYTES}</td><td>268435456 (256 MiB); on YARN and Kubernetes at
- *       most what fits {@code spark.executor.memoryOverhead} beside the JVM's own native memory
- *       (at least 64 MiB)</td><td>one RocksDB memory budget (block cache plus memtables) shared by
- *       every store of the executor JVM; the first store opened in a JVM fixes it</td></tr>
- *   <tr><td>{@value #TORN_FILE_GRACE_MS}</td><td>120000</td><td>a durable file that does not
- *       verify and is older than this is the leftover of a crashed writer and may be removed;
- *       also the minimum age of an unreferenced SST before retention deletes it</td></tr>
- *   <tr><td>{@value #LOCAL_DIR}</td><td>the executor's first local directory ({@code
- *       spark.local.dir}, YARN/K8s local dirs), else {@code java.io.tmpdir}</td><td>root of the
- *       local RocksDB working directories; each provider instance gets a fresh subdirectory,
- *       deleted when it closes</td></tr>
- *   <tr><td>{@value #LOCK_TIMEOUT_MS}</td><td>120000</td><td>how long a task waits for another
- *       task's store of the same partition to be committed, aborted or released before
- *       failing</td></tr>
- *   <tr><td>{@value #DURABILITY}</td><td>sync</td><td>{@code sync}: a commit returns once its
- *       changelog is durable (Spark's exactly-once). {@code async}: a commit returns once applied
- *       locally and its upload follows; losing an executor loses up to {@value
- *       #ASYNC_MAX_LAG_VERSIONS} versions of each of its stores, which then resume from their
- *       newest durable version (logged at WARN, counted in {@code streamstateVersionsLost}). Only
- *       for users who accept losing those batches' state changes</td></tr>
- *   <tr><td>{@value #ASYNC_MAX_LAG_VERSIONS}</td><td>1</td><td>in {@code async}: the most versions
- *       a store may be ahead of durable storage; a commit waits while it is</td></tr>
- *   <tr><td>{@value #GROUP_COMMIT_ENABLED}</td><td>true</td><td>in {@code sync}: the commits of
- *       one batch that an executor's stores make together are published as one segment file
- *       instead of one changelog each (each commit still returns only once durable); see {@code
- *       docs/protocol.md}, "Group commit"</td></tr>
- *   <tr><td>{@value #GROUP_COMMIT_MAX_WAIT_MS}</td><td>250</td><td>how long a commit waits at most
- *       for the other tasks of the executor that began a store of the same batch together with it;
- *       a commit that no other task can join is written at once</td></tr>
- *   <tr><td>{@value #GROUP_COMMIT_WAVE_MS}</td><td>0 with the segment journal, 250
- *       without (S3)</td><td>"together": tasks that began their store within this long of each
- *       other (a wave of tasks); later tasks are not waited for. With the journal, commits that
- *       arrive while an append is being written go together in the next one</td></tr>
- *   <tr><td>{@value #HEDGE_ENABLED}</td><td>true</td><td>hedge slow changelog writes: a write
- *       still running at its deadline is written again under the commit's alternate name and the
- *       first copy to complete commits (the other is deleted); see {@code docs/protocol.md},
- *       "Hedged writes"</td></tr>
- *   <tr><td>{@value #HEDGE_FLOOR_MS}</td><td>20</td><td>the deadline is never shorter than
- *       this</td></tr>
- *   <tr><td>{@value #HEDGE_INITIAL_DEADLINE_MS}</td><td>200</td><td>the deadline until enough
- *       write latencies are known</td></tr>
- *   <tr><td>{@value #HEDGE_MULTIPLIER}</td><td>1.5</td><td>the deadline is this times the
- *       {@value #HEDGE_PERCENTILE} percentile of the executor's recent write latencies</td></tr>
- *   <tr><td>{@value #HEDGE_PERCENTILE}</td><td>0.95</td><td>see above</td></tr>
- *   <tr><td>{@value #HEDGE_BUDGET_FRACTION}</td><td>0.05</td><td>at most about this fraction of
- *       writes are hedged (token bucket per executor)</td></tr>
- *   <tr><td>{@value #HEDGE_STALLED_AFTER_MS}</td><td>1000</td><td>a write still running this long
- *       whose hedge the budget refused is hedged from a small reserve kept for stuck writes (1 % of
- *       writes, 8 at once)</td></tr>
- * </table>
- *
- * <p>The hedge settings are per executor JVM: the first store opened in a JVM fixes them, like the
- * memory cap.
- *
- * <p>Retention comes from Spark's {@code spark.sql.streaming.minBatchesToRetain} (default 100):
- * loading any of the newest that many versions stays possible.
+ * <p>The key names are the constants below; each key's type, default, scope and meaning are
+ * described once, in {@link StreamStateKeys}, from which docs/configuration.md (the reference users
+ * read) is generated. Values are read as Spark reads its own ({@link
+ * io.streamstate.core.config.ConfigValues}): sizes and durations with Spark's suffixes, strict
+ * booleans. Keys live under {@value #PREFIX}: Spark hands a provider only the SQL confs starting
+ * with {@code spark.sql.streaming.stateStore.} ({@code StateStoreConf.sqlConfs()}), which is why
+ * ours sit there; set them on the session ({@code spark.conf.set}) or with {@code --conf}.
  */
 public class StreamStateSettings {
   /** Prefix of every key. */
@@ -117,18 +49,10 @@ public class StreamStateSettings {
   public static final String GROUP_COMMIT_JOURNAL_ROLL_MS = PREFIX + "groupCommit.journal.rollMs";
   public static final String HEDGE_ENABLED = PREFIX + "hedge.enabled";
 
-  /**
-   * {@code RenameFreeCheckpointFileManager}: keep Spark's offset and commit logs in journals
-   * (docs/protocol.md, "Spark log journal"); default false.
-   */
+  /** Read by {@code RenameFreeCheckpointFileManager} ({@link #logJournalEnabled}). */
   public static final String LOG_JOURNAL = PREFIX + "logJournal.enabled";
 
-  /**
-   * {@code RenameFreeCheckpointFileManager}: a log journal rolls to the next epoch after this many
-   * records (entries and deletes), or twice its live entries if more; default {@value
-   * #DEFAULT_LOG_JOURNAL_ROLL_RECORDS}. The first manager of a process to open a log's journal
-   * fixes it for that log.
-   */
+  /** Read by {@code RenameFreeCheckpointFileManager} ({@link #logJournalRollRecords}). */
   public static final String LOG_JOURNAL_ROLL_RECORDS = PREFIX + "logJournal.rollRecords";
 
   public static final int DEFAULT_LOG_JOURNAL_ROLL_RECORDS = 2048;
@@ -195,7 +119,8 @@ public class StreamStateSettings {
   }
 
   /**
-   * Reads our keys from the SQL confs Spark passes to a provider.
+   * Reads our keys from the SQL confs Spark passes to a provider; warns (once per JVM) about
+   * unknown keys under our prefix and about Spark's codec ({@link ConfigWarnings}).
    *
    * @param confs Spark's {@code StateStoreConf.sqlConfs()}
    * @param minVersionsToRetain Spark's {@code StateStoreConf.minVersionsToRetain()} ({@code
@@ -206,32 +131,38 @@ public class StreamStateSettings {
    */
   public static StreamStateSettings parse(
       Map<String, String> confs, int minVersionsToRetain, int minDeltasForSnapshot) {
+    return parse(
+        confs,
+        minVersionsToRetain,
+        minDeltasForSnapshot,
+        ConfigWarnings.of(ProcessResources.shared()));
+  }
+
+  /** As {@link #parse(Map, int, int)}, saying what it notices to {@code warnings}. */
+  public static StreamStateSettings parse(
+      Map<String, String> confs,
+      int minVersionsToRetain,
+      int minDeltasForSnapshot,
+      ConfigWarnings warnings) {
+    warnings.checkKeys(confs.keySet());
+    warnings.checkSparkCodec(confs);
     int retain = minVersionsToRetain;
-    int interval = (int) readLong(confs, SNAPSHOT_INTERVAL, minDeltasForSnapshot);
-    long grace = readLong(confs, TORN_FILE_GRACE_MS, DEFAULT_TORN_FILE_GRACE_MS);
-    long inlineSst =
-        readLong(confs, SNAPSHOT_INLINE_SST_MAX_BYTES, StoreOptions.DEFAULT_INLINE_SST_MAX_BYTES);
-    String durability = confs.getOrDefault(DURABILITY, "sync").trim().toLowerCase(Locale.ROOT);
+    int interval =
+        (int) StreamStateKeys.SNAPSHOT_INTERVAL_KEY.readLong(confs, minDeltasForSnapshot);
+    long grace = StreamStateKeys.TORN_FILE_GRACE_MS_KEY.readLong(confs);
+    long inlineSst = StreamStateKeys.SNAPSHOT_INLINE_SST_MAX_BYTES_KEY.readLong(confs);
     int asyncLag;
-    if (durability.equals("sync")) {
+    if (StreamStateKeys.DURABILITY_KEY.readChoice(confs).equals("sync")) {
       asyncLag = 0;
-    } else if (durability.equals("async")) {
-      asyncLag = (int) readLong(confs, ASYNC_MAX_LAG_VERSIONS, 1);
+    } else {
+      asyncLag = (int) StreamStateKeys.ASYNC_MAX_LAG_VERSIONS_KEY.readLong(confs);
       if (asyncLag < 1) {
         throw new IllegalArgumentException(
             "Invalid value for " + ASYNC_MAX_LAG_VERSIONS + ": " + asyncLag + " (expected >= 1)");
       }
-    } else {
-      throw new IllegalArgumentException(
-          "Invalid value for " + DURABILITY + ": '" + durability + "' (expected sync or async)");
     }
-    Changelog.Codec codec;
-    try {
-      codec = Changelog.Codec.fromName(confs.getOrDefault(CHANGELOG_CODEC, "deflate"));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(
-          "Invalid value for " + CHANGELOG_CODEC + ": " + e.getMessage(), e);
-    }
+    Changelog.Codec codec =
+        Changelog.Codec.fromName(StreamStateKeys.CHANGELOG_CODEC_KEY.readChoice(confs));
     StoreOptions options;
     try {
       options = new StoreOptions(retain, interval, grace, asyncLag, inlineSst, codec);
@@ -255,41 +186,30 @@ public class StreamStateSettings {
               + e.getMessage(),
           e);
     }
-    long cap = readLong(confs, MEMORY_CAP_BYTES, DEFAULT_MEMORY_CAP_BYTES);
-    long lockTimeout = readLong(confs, LOCK_TIMEOUT_MS, DEFAULT_LOCK_TIMEOUT_MS);
-    String dir = confs.get(LOCAL_DIR);
+    long cap = StreamStateKeys.MEMORY_CAP_BYTES_KEY.readLong(confs, DEFAULT_MEMORY_CAP_BYTES);
+    long lockTimeout = StreamStateKeys.LOCK_TIMEOUT_MS_KEY.readLong(confs);
     return new StreamStateSettings(
         options,
         cap,
-        confs.containsKey(MEMORY_CAP_BYTES),
-        Optional.ofNullable(dir).filter(s -> !s.isBlank()),
+        StreamStateKeys.MEMORY_CAP_BYTES_KEY.find(confs).isPresent(),
+        StreamStateKeys.LOCAL_DIR_KEY.find(confs),
         lockTimeout,
         hedgePolicy(confs),
         groupCommitMaxWaitMs(confs),
-        confs.containsKey(GROUP_COMMIT_WAVE_MS)
-            ? nonNegative(confs, GROUP_COMMIT_WAVE_MS, 0)
+        StreamStateKeys.GROUP_COMMIT_WAVE_MS_KEY.find(confs).isPresent()
+            ? nonNegative(
+                StreamStateKeys.GROUP_COMMIT_WAVE_MS_KEY.readLong(confs, 0), GROUP_COMMIT_WAVE_MS)
             : GroupCommitter.DEFAULT_WAVE,
         journal(confs, grace));
   }
 
   /** The segment journal settings, or null when {@link #GROUP_COMMIT_JOURNAL} is false. */
   private static SegmentJournalSettings journal(Map<String, String> confs, long graceMillis) {
-    String enabled =
-        confs.getOrDefault(GROUP_COMMIT_JOURNAL, "true").trim().toLowerCase(Locale.ROOT);
-    if (!enabled.equals("true") && !enabled.equals("false")) {
-      throw new IllegalArgumentException(
-          "Invalid value for "
-              + GROUP_COMMIT_JOURNAL
-              + ": '"
-              + enabled
-              + "' (expected true or false)");
-    }
-    if (enabled.equals("false")) {
+    if (!StreamStateKeys.GROUP_COMMIT_JOURNAL_KEY.readBoolean(confs)) {
       return null;
     }
-    SegmentJournalSettings defaults = SegmentJournalSettings.defaults();
-    long rollBytes = readLong(confs, GROUP_COMMIT_JOURNAL_ROLL_BYTES, defaults.rollBytes());
-    long rollMs = readLong(confs, GROUP_COMMIT_JOURNAL_ROLL_MS, defaults.rollMillis());
+    long rollBytes = StreamStateKeys.GROUP_COMMIT_JOURNAL_ROLL_BYTES_KEY.readLong(confs);
+    long rollMs = StreamStateKeys.GROUP_COMMIT_JOURNAL_ROLL_MS_KEY.readLong(confs);
     try {
       return new SegmentJournalSettings(rollBytes, rollMs, graceMillis);
     } catch (IllegalArgumentException e) {
@@ -318,22 +238,14 @@ public class StreamStateSettings {
 
   /** The group commit's maximum wait, or -1 when group commit is off. */
   private static long groupCommitMaxWaitMs(Map<String, String> confs) {
-    String enabled =
-        confs.getOrDefault(GROUP_COMMIT_ENABLED, "true").trim().toLowerCase(Locale.ROOT);
-    if (!enabled.equals("true") && !enabled.equals("false")) {
-      throw new IllegalArgumentException(
-          "Invalid value for "
-              + GROUP_COMMIT_ENABLED
-              + ": '"
-              + enabled
-              + "' (expected true or false)");
-    }
-    long wait = nonNegative(confs, GROUP_COMMIT_MAX_WAIT_MS, 250);
-    return enabled.equals("true") ? wait : -1;
+    boolean enabled = StreamStateKeys.GROUP_COMMIT_ENABLED_KEY.readBoolean(confs);
+    long wait =
+        nonNegative(
+            StreamStateKeys.GROUP_COMMIT_MAX_WAIT_MS_KEY.readLong(confs), GROUP_COMMIT_MAX_WAIT_MS);
+    return enabled ? wait : -1;
   }
 
-  private static long nonNegative(Map<String, String> confs, String key, long defaultValue) {
-    long value = readLong(confs, key, defaultValue);
+  private static long nonNegative(long value, String key) {
     if (value < 0) {
       throw new IllegalArgumentException(
           "Invalid value for " + key + ": " + value + " (expected >= 0)");
@@ -364,52 +276,74 @@ public class StreamStateSettings {
    * into the one it gives checkpoint file managers and file-sink tasks); absent keys: defaults.
    */
   public static HedgePolicy hedgePolicy(Configuration hadoopConf) {
-    Map<String, String> keys = new HashMap<>();
-    String prefix = PREFIX + "hedge.";
-    for (Map.Entry<String, String> e : hadoopConf) {
-      if (e.getKey().startsWith(prefix)) {
-        keys.put(e.getKey(), e.getValue());
-      }
-    }
-    return hedgePolicy(keys);
+    return hedgePolicy(ourKeys(hadoopConf));
   }
 
   /** {@link #LOG_JOURNAL_ROLL_RECORDS} in a Hadoop configuration (at least 1). */
   public static int logJournalRollRecords(Configuration hadoopConf) {
-    int value = hadoopConf.getInt(LOG_JOURNAL_ROLL_RECORDS, DEFAULT_LOG_JOURNAL_ROLL_RECORDS);
-    if (value < 1) {
+    long value = StreamStateKeys.LOG_JOURNAL_ROLL_RECORDS_KEY.readLong(ourKeys(hadoopConf));
+    if (value < 1 || value > Integer.MAX_VALUE) {
       throw new IllegalArgumentException(
-          "Invalid value for " + LOG_JOURNAL_ROLL_RECORDS + ": " + value + " (expected >= 1)");
+          "Invalid value for "
+              + LOG_JOURNAL_ROLL_RECORDS
+              + ": "
+              + value
+              + " (expected 1 to "
+              + Integer.MAX_VALUE
+              + ")");
     }
-    return value;
+    return (int) value;
+  }
+
+  /**
+   * {@link #LOG_JOURNAL} in a Hadoop configuration: {@code true} or {@code false}, else refused.
+   */
+  public static boolean logJournalEnabled(Configuration hadoopConf) {
+    return StreamStateKeys.LOG_JOURNAL_KEY.readBoolean(ourKeys(hadoopConf));
+  }
+
+  /**
+   * Warns (once per JVM, through {@code resources}' {@link ConfigWarnings}) about every key under
+   * our prefix in a Hadoop configuration that names no key of ours: for the driver's checkpoint
+   * file manager, which reads our keys there and may run where no store ever opens.
+   */
+  public static void checkKeys(Configuration hadoopConf, ProcessResources resources) {
+    ConfigWarnings.of(resources).checkKeys(ourKeys(hadoopConf).keySet());
+  }
+
+  /** The entries of {@code hadoopConf} under {@link #PREFIX}. */
+  private static Map<String, String> ourKeys(Configuration hadoopConf) {
+    Map<String, String> keys = new HashMap<>();
+    for (Map.Entry<String, String> e : hadoopConf) {
+      if (e.getKey().startsWith(PREFIX)) {
+        keys.put(e.getKey(), e.getValue());
+      }
+    }
+    return keys;
   }
 
   /** The hedge policy of our {@code hedge.*} keys in {@code confs} (absent keys: defaults). */
   static HedgePolicy hedgePolicy(Map<String, String> confs) {
-    String enabled = confs.getOrDefault(HEDGE_ENABLED, "true").trim().toLowerCase(Locale.ROOT);
-    if (!enabled.equals("true") && !enabled.equals("false")) {
-      throw new IllegalArgumentException(
-          "Invalid value for " + HEDGE_ENABLED + ": '" + enabled + "' (expected true or false)");
-    }
-    HedgePolicy defaults = HedgePolicy.defaults();
     HedgePolicy.Builder b = HedgePolicy.builder();
-    if (enabled.equals("false")) {
+    if (!StreamStateKeys.HEDGE_ENABLED_KEY.readBoolean(confs)) {
       return b.disable().build();
     }
     try {
-      return b.floor(Duration.ofMillis(readLong(confs, HEDGE_FLOOR_MS, 20)))
-          .initialDeadline(Duration.ofMillis(readLong(confs, HEDGE_INITIAL_DEADLINE_MS, 200)))
-          .multiplier(readDouble(confs, HEDGE_MULTIPLIER, 1.5))
-          .percentile(readDouble(confs, HEDGE_PERCENTILE, 0.95))
-          .budgetFraction(readDouble(confs, HEDGE_BUDGET_FRACTION, 0.05))
-          .stalledAfter(Duration.ofMillis(readLong(confs, HEDGE_STALLED_AFTER_MS, 1000)))
+      return b.floor(Duration.ofMillis(StreamStateKeys.HEDGE_FLOOR_MS_KEY.readLong(confs)))
+          .initialDeadline(
+              Duration.ofMillis(StreamStateKeys.HEDGE_INITIAL_DEADLINE_MS_KEY.readLong(confs)))
+          .multiplier(StreamStateKeys.HEDGE_MULTIPLIER_KEY.readDouble(confs))
+          .percentile(StreamStateKeys.HEDGE_PERCENTILE_KEY.readDouble(confs))
+          .budgetFraction(StreamStateKeys.HEDGE_BUDGET_FRACTION_KEY.readDouble(confs))
+          .stalledAfter(
+              Duration.ofMillis(StreamStateKeys.HEDGE_STALLED_AFTER_MS_KEY.readLong(confs)))
           .build();
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(
           "Invalid streamstate hedge configuration (keys "
               + PREFIX
               + "hedge.*; defaults "
-              + defaults
+              + HedgePolicy.defaults()
               + "): "
               + e.getMessage(),
           e);
@@ -419,19 +353,6 @@ public class StreamStateSettings {
   /** The hedging policy for this executor's changelog writes. */
   public HedgePolicy hedgePolicy() {
     return hedgePolicy;
-  }
-
-  private static double readDouble(Map<String, String> confs, String key, double defaultValue) {
-    String value = confs.get(key);
-    if (value == null || value.isBlank()) {
-      return defaultValue;
-    }
-    try {
-      return Double.parseDouble(value.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(
-          "Invalid value for " + key + ": '" + value + "' (expected a number)", e);
-    }
   }
 
   public StoreOptions storeOptions() {
@@ -457,18 +378,5 @@ public class StreamStateSettings {
 
   public long lockTimeoutMs() {
     return lockTimeoutMs;
-  }
-
-  private static long readLong(Map<String, String> confs, String key, long defaultValue) {
-    String value = confs.get(key);
-    if (value == null || value.isBlank()) {
-      return defaultValue;
-    }
-    try {
-      return Long.parseLong(value.trim().toLowerCase(Locale.ROOT).replace("_", ""));
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(
-          "Invalid value for " + key + ": '" + value + "' (expected a whole number)", e);
-    }
   }
 }

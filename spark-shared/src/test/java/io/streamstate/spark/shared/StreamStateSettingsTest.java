@@ -72,10 +72,11 @@ class StreamStateSettingsTest {
         .hasMessageContaining("'eventual'");
     assertThatThrownBy(
             () ->
-                StreamStateSettings.parse(Map.of(StreamStateSettings.LOCK_TIMEOUT_MS, "2s"), 1, 1))
+                StreamStateSettings.parse(
+                    Map.of(StreamStateSettings.LOCK_TIMEOUT_MS, "2 seconds"), 1, 1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining(StreamStateSettings.LOCK_TIMEOUT_MS)
-        .hasMessageContaining("expected a whole number");
+        .hasMessageContaining("expected a duration");
     assertThatThrownBy(
             () ->
                 StreamStateSettings.parse(Map.of(StreamStateSettings.HEDGE_PERCENTILE, "2"), 1, 1))
@@ -101,5 +102,76 @@ class StreamStateSettingsTest {
     assertThatThrownBy(() -> StreamStateSettings.logJournalRollRecords(conf))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining(StreamStateSettings.LOG_JOURNAL_ROLL_RECORDS);
+  }
+
+  @Test
+  void sizesAndDurationsTakeSparksSuffixesWhileABareNumberKeepsTheKeysUnit() {
+    StreamStateSettings suffixed =
+        StreamStateSettings.parse(
+            Map.of(
+                StreamStateSettings.MEMORY_CAP_BYTES, "512m",
+                StreamStateSettings.LOCK_TIMEOUT_MS, "2min",
+                StreamStateSettings.GROUP_COMMIT_MAX_WAIT_MS, "1s",
+                StreamStateSettings.GROUP_COMMIT_JOURNAL_ROLL_BYTES, "64mb",
+                StreamStateSettings.HEDGE_FLOOR_MS, "30ms"),
+            1,
+            1);
+    StreamStateSettings bare =
+        StreamStateSettings.parse(
+            Map.of(
+                StreamStateSettings.MEMORY_CAP_BYTES, "536870912",
+                StreamStateSettings.LOCK_TIMEOUT_MS, "120000",
+                StreamStateSettings.GROUP_COMMIT_MAX_WAIT_MS, "1000",
+                StreamStateSettings.GROUP_COMMIT_JOURNAL_ROLL_BYTES, "67108864",
+                StreamStateSettings.HEDGE_FLOOR_MS, "30"),
+            1,
+            1);
+
+    assertThat(suffixed.memoryCapBytes()).isEqualTo(512L << 20).isEqualTo(bare.memoryCapBytes());
+    assertThat(suffixed.lockTimeoutMs()).isEqualTo(120_000).isEqualTo(bare.lockTimeoutMs());
+    assertThat(suffixed.groupCommitMaxWaitMs()).isEqualTo(1000);
+    assertThat(suffixed.journal().rollBytes()).isEqualTo(64L << 20);
+    assertThat(suffixed.hedgePolicy().toString())
+        .contains("floor=" + Duration.ofMillis(30))
+        .isEqualTo(bare.hedgePolicy().toString());
+  }
+
+  @Test
+  void everyBooleanKeyRefusesAnythingButTrueOrFalse() {
+    for (ConfigKey key : StreamStateKeys.sqlKeys()) {
+      if (key.type() != ConfigKey.Type.BOOLEAN) {
+        continue;
+      }
+      Configuration conf = new Configuration(false);
+      conf.set(key.name(), "ture");
+      Map<String, String> confs = Map.of(key.name(), "ture");
+      assertThatThrownBy(
+              () -> {
+                // Each boolean is read by one of these; the rest ignore it.
+                StreamStateSettings.parse(confs, 1, 1);
+                StreamStateSettings.hedgePolicy(conf);
+                StreamStateSettings.logJournalEnabled(conf);
+                io.streamstate.hadoop.HadoopStorages.allowsSingleWriter(conf);
+              })
+          .as(key.name())
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining(key.name())
+          .hasMessageContaining("'ture' (expected true or false)");
+    }
+  }
+
+  @Test
+  void theLogJournalSwitchIsStrictInAHadoopConfiguration() {
+    Configuration conf = new Configuration(false);
+    assertThat(StreamStateSettings.logJournalEnabled(conf)).isFalse();
+    conf.set(StreamStateSettings.LOG_JOURNAL, " True ");
+    assertThat(StreamStateSettings.logJournalEnabled(conf)).isTrue();
+    conf.set(StreamStateSettings.LOG_JOURNAL, "yes");
+    assertThatThrownBy(() -> StreamStateSettings.logJournalEnabled(conf))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage(
+            "Invalid value for "
+                + StreamStateSettings.LOG_JOURNAL
+                + ": 'yes' (expected true or false)");
   }
 }

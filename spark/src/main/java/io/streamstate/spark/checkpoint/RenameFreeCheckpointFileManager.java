@@ -189,6 +189,8 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   public RenameFreeCheckpointFileManager(
       Path path, Configuration hadoopConf, ProcessResources resources) {
     SparkLine.checkRunningSpark();
+    // The driver reads our keys here and may never open a store: name a mistyped key here too.
+    StreamStateConf.checkKeys(hadoopConf, resources);
     this.delegate = new FileSystemBasedCheckpointFileManager(path, hadoopConf);
     this.fs = delegate.fs();
     this.checkpointPath = path;
@@ -205,7 +207,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
             fs,
             method,
             hedges == null ? null : hedges.writer(),
-            Boolean.parseBoolean(hadoopConf.get(StreamStateConf.LOG_JOURNAL, "false").trim()),
+            StreamStateConf.logJournalEnabled(hadoopConf),
             LogJournals.of(resources),
             StreamStateConf.logJournalRollRecords(hadoopConf));
   }
