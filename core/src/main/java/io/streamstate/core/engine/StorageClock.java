@@ -6,6 +6,7 @@ import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.Storages;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -70,6 +71,7 @@ public final class StorageClock {
   private static final class ByStorage {
     final Map<Storage, StorageClock> clocks = new WeakHashMap<>();
     LongSupplier wallClock = System::currentTimeMillis;
+    LongSupplier monotonicNanos = System::nanoTime;
   }
 
   /**
@@ -91,20 +93,24 @@ public final class StorageClock {
     ByStorage all = resources.component(ByStorage.class, ByStorage::new);
     synchronized (all) {
       LongSupplier wall = all.wallClock;
+      LongSupplier monotonic = all.monotonicNanos;
       return all.clocks.computeIfAbsent(
           storage,
-          s -> new StorageClock(s, wall, System::nanoTime, resources.cachedPool("storage-clock")));
+          s -> new StorageClock(s, wall, monotonic, resources.cachedPool("storage-clock")));
     }
   }
 
   /**
-   * Makes the storage clocks {@code resources} makes from now on read {@code wallClock} as this
-   * process's wall clock: for tests that skew one process's clock.
+   * Makes the storage clocks {@code resources} makes from now on read {@code wallClock} (epoch
+   * milliseconds) and {@code monotonicNanos} as this process's clocks: for tests that skew one
+   * process's clock, or move time on.
    */
-  public static void useWallClock(ProcessResources resources, LongSupplier wallClock) {
+  public static void useClocks(
+      ProcessResources resources, LongSupplier wallClock, LongSupplier monotonicNanos) {
     ByStorage all = resources.component(ByStorage.class, ByStorage::new);
     synchronized (all) {
       all.wallClock = wallClock;
+      all.monotonicNanos = monotonicNanos;
     }
   }
 
@@ -194,7 +200,10 @@ public final class StorageClock {
   private Reading probe() {
     long wallBefore = wallClock.getAsLong();
     String name =
-        PROBE_DIR + String.format("%020d", Math.max(0, wallBefore)) + "-" + CommitIds.next();
+        PROBE_DIR
+            + String.format("%020d", Math.max(0, wallBefore))
+            + "-"
+            + HexFormat.of().toHexDigits(CommitIds.next());
     try {
       storage.create(name, ContentWriter.ofBytes(new byte[0]));
       List<FileInfo> probes = storage.list(PROBE_DIR);
