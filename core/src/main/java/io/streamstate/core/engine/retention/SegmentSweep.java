@@ -47,6 +47,9 @@ public final class SegmentSweep {
   /** How often a process sweeps one storage root at most (maintenance calls it far more often). */
   static final long SWEEP_INTERVAL_MILLIS = 60_000;
 
+  /** How often at most with a short torn-file grace period. */
+  static final long MIN_SWEEP_INTERVAL_MILLIS = 1_000;
+
   private final Storage storage;
   private final SegmentCatalog catalog;
   private final StorageClock clock;
@@ -79,11 +82,18 @@ public final class SegmentSweep {
     }
   }
 
-  /** Sweeps unless this process swept this root within the last minute; returns files deleted. */
+  /**
+   * Sweeps unless this process swept this root within the last minute, or within the torn-file
+   * grace period if that is shorter (every age the sweep waits for is a multiple of it), but not
+   * more often than once a second; returns files deleted.
+   */
   public int maybeSweep(StoreOptions options) {
+    long interval =
+        Math.max(
+            MIN_SWEEP_INTERVAL_MILLIS,
+            Math.min(SWEEP_INTERVAL_MILLIS, options.tornFileGraceMillis()));
     Long last = lastSweepNanos;
-    if (last != null
-        && System.nanoTime() - last < TimeUnit.MILLISECONDS.toNanos(SWEEP_INTERVAL_MILLIS)) {
+    if (last != null && System.nanoTime() - last < TimeUnit.MILLISECONDS.toNanos(interval)) {
       return 0;
     }
     return sweep(options);
