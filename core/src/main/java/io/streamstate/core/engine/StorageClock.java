@@ -135,25 +135,25 @@ public final class StorageClock {
 
   /**
    * Storage time now as far as known without waiting for the storage, for writers on the commit
-   * path: the last reading carried forward, or this process's wall clock before the first one. A
-   * stale or missing reading is refreshed in the background.
+   * path: the last reading carried forward, or this process's wall clock before the first one
+   * (whose probe then starts in the background). A reading is not refreshed from here: the
+   * monotonic clock carries it forward, and deleters refresh it when they judge ages, so the commit
+   * path adds no storage request beyond the first probe.
    */
   public long estimateNow() {
     Reading r = reading;
-    if (r == null || isStale(r)) {
-      if (refreshing.compareAndSet(false, true)) {
-        try {
-          background.execute(
-              () -> {
-                try {
-                  fresh();
-                } finally {
-                  refreshing.set(false);
-                }
-              });
-        } catch (RuntimeException rejected) {
-          refreshing.set(false); // the process is closing: keep the last reading
-        }
+    if (r == null && refreshing.compareAndSet(false, true)) {
+      try {
+        background.execute(
+            () -> {
+              try {
+                fresh();
+              } finally {
+                refreshing.set(false);
+              }
+            });
+      } catch (RuntimeException rejected) {
+        refreshing.set(false); // the process is closing
       }
     }
     return r == null ? wallClock.getAsLong() : r.storageNow(monotonicNanos());
