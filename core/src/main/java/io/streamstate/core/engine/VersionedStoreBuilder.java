@@ -136,6 +136,7 @@ public final class VersionedStoreBuilder {
     StoreLayout layout = new StoreLayout(prefix);
     StoreMetrics metrics = new StoreMetrics();
     SegmentCatalog catalog = SegmentCatalog.of(resources, storage);
+    StorageClock clock = StorageClock.of(resources, storage);
     LocalInstance local = LocalInstance.create(name, localDir, budget, OpenDatabases.of(resources));
     // How commits become durable, chosen once: the strategy never branches on the commit path.
     ChangelogPublisher changelogs = new ChangelogPublisher(name, storage, layout, hedger);
@@ -162,7 +163,13 @@ public final class VersionedStoreBuilder {
     // Snapshot files are larger and rarer than commits: their own latencies and hedge budget.
     SnapshotUploader uploader =
         new SnapshotUploader(
-            name, storage, layout, options, hedger == null ? null : hedger.companion(), metrics);
+            name,
+            storage,
+            layout,
+            options,
+            hedger == null ? null : hedger.companion(),
+            metrics,
+            clock);
     SnapshotRestorer restorer = new SnapshotRestorer(storage, history);
     LineageLoader loader =
         new LineageLoader(
@@ -179,7 +186,7 @@ public final class VersionedStoreBuilder {
             history,
             uploader,
             SnapshotUploader.background(resources),
-            new StoreRetention(storage, layout, options, catalog, history, metrics),
+            new StoreRetention(storage, layout, options, catalog, history, metrics, clock),
             SegmentSweep.of(resources, storage),
             new SnapshotReplay(name, storage, layout, catalog, local, restorer, metrics),
             new ChangeFeed(name, storage, layout, catalog)));

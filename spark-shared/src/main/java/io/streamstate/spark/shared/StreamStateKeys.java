@@ -74,7 +74,10 @@ public final class StreamStateKeys {
               Long.toString(DEFAULT_TORN_FILE_GRACE_MS),
               "a file that does not verify and is older than this is a crashed writer's"
                   + " leftover and may be removed; minimum age of an unreferenced SST before"
-                  + " retention deletes it")
+                  + " retention deletes it. Ages are judged by the storage's clock (a probe"
+                  + " file's modification time under `state/_clock/`), not the executor's: keep"
+                  + " executors' clocks within half this of the storage's (docs/protocol.md,"
+                  + " \"Clocks\")")
           .shownAs("2min (120000)");
 
   static final ConfigKey LOCAL_DIR_KEY =

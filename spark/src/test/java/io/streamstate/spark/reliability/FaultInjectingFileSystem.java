@@ -108,6 +108,10 @@ public class FaultInjectingFileSystem extends ExclusiveCreateLocalFileSystem {
   public boolean delete(Path f, boolean recursive) throws IOException {
     FaultPlan.StorageFault fault = before(FaultPlan.Op.DELETE, f);
     boolean deleted = super.delete(f, recursive);
+    FaultPlan plan = deleted ? FaultPlan.forPath(toLocal(f).toString()) : null;
+    if (plan != null) {
+      plan.onDeleted(toLocal(f).toString());
+    }
     if (fault != null) {
       throw after(fault, FaultPlan.Op.DELETE, f);
     }

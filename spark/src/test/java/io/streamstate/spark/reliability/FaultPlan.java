@@ -118,6 +118,7 @@ final class FaultPlan {
   private final Map<Object, Boolean> fired = new ConcurrentHashMap<>();
   private final Map<Kind, AtomicLong> injected = new ConcurrentHashMap<>();
   private final Set<TaskFault> provenAfterCommit = ConcurrentHashMap.newKeySet();
+  private final Map<Target, AtomicLong> deleted = new ConcurrentHashMap<>();
 
   FaultPlan(long seed, String root, List<StorageFault> storage, List<TaskFault> tasks) {
     this.seed = seed;
@@ -272,6 +273,20 @@ final class FaultPlan {
       }
     }
     return null;
+  }
+
+  /** Records that a delete of {@code localPath} removed a file or directory. */
+  void onDeleted(String localPath) {
+    if (localPath.startsWith(root)) {
+      deleted.computeIfAbsent(Target.of(localPath), t -> new AtomicLong()).incrementAndGet();
+    }
+  }
+
+  /** Deletes that removed something, by target (retention, sweeps, Spark's log purge). */
+  Map<Target, Long> deletedByTarget() {
+    Map<Target, Long> m = new EnumMap<>(Target.class);
+    deleted.forEach((t, n) -> m.put(t, n.get()));
+    return m;
   }
 
   /** The task fault for this task attempt, if one fires now. */

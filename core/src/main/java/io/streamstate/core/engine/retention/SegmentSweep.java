@@ -1,6 +1,7 @@
 package io.streamstate.core.engine.retention;
 
 import io.streamstate.core.ProcessResources;
+import io.streamstate.core.engine.StorageClock;
 import io.streamstate.core.engine.StoreFiles;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreOptions;
@@ -20,9 +21,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.WeakHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,10 +47,16 @@ public final class SegmentSweep {
   /** How often a process sweeps one storage root at most (maintenance calls it far more often). */
   static final long SWEEP_INTERVAL_MILLIS = 60_000;
 
+  /** How often at most with a short torn-file grace period. */
+  static final long MIN_SWEEP_INTERVAL_MILLIS = 1_000;
+
   private final Storage storage;
   private final SegmentCatalog catalog;
+  private final StorageClock clock;
   private final ReentrantLock sweepLock = new ReentrantLock();
-  private volatile long lastSweepMillis;
+
+  /** When this process last swept, by the monotonic clock; null: never. */
+  private volatile Long lastSweepNanos;
 
   /** Parent ids read from changelog files during one sweep (empty: the file does not verify). */
   private final Map<String, Optional<Long>> parentsRead = new HashMap<>();
@@ -57,9 +66,10 @@ public final class SegmentSweep {
     final Map<Storage, SegmentSweep> sweeps = new WeakHashMap<>();
   }
 
-  private SegmentSweep(Storage storage, SegmentCatalog catalog) {
+  private SegmentSweep(Storage storage, SegmentCatalog catalog, StorageClock clock) {
     this.storage = storage;
     this.catalog = catalog;
+    this.clock = clock;
   }
 
   /** The sweep of {@code storage} in {@code resources}'s process. */
@@ -67,13 +77,23 @@ public final class SegmentSweep {
     ByStorage all = resources.component(ByStorage.class, ByStorage::new);
     synchronized (all) {
       return all.sweeps.computeIfAbsent(
-          storage, s -> new SegmentSweep(s, SegmentCatalog.of(resources, s)));
+          storage,
+          s -> new SegmentSweep(s, SegmentCatalog.of(resources, s), StorageClock.of(resources, s)));
     }
   }
 
-  /** Sweeps unless this process swept this root within the last minute; returns files deleted. */
+  /**
+   * Sweeps unless this process swept this root within the last minute, or within the torn-file
+   * grace period if that is shorter (every age the sweep waits for is a multiple of it), but not
+   * more often than once a second; returns files deleted.
+   */
   public int maybeSweep(StoreOptions options) {
-    if (System.currentTimeMillis() - lastSweepMillis < SWEEP_INTERVAL_MILLIS) {
+    long interval =
+        Math.max(
+            MIN_SWEEP_INTERVAL_MILLIS,
+            Math.min(SWEEP_INTERVAL_MILLIS, options.tornFileGraceMillis()));
+    Long last = lastSweepNanos;
+    if (last != null && System.nanoTime() - last < TimeUnit.MILLISECONDS.toNanos(interval)) {
       return 0;
     }
     return sweep(options);
@@ -92,9 +112,10 @@ public final class SegmentSweep {
       return 0; // another thread of this process is sweeping this root
     }
     try {
-      lastSweepMillis = System.currentTimeMillis();
+      lastSweepNanos = System.nanoTime();
       parentsRead.clear();
-      long now = System.currentTimeMillis();
+      // Ages are judged by storage time (I14), learned only if some file's age matters.
+      AgeCheck ages = new AgeCheck(options.tornFileGraceMillis());
       List<FileInfo> files = storage.list(SegmentCatalog.SEGMENT_DIR);
       NavigableMap<Long, List<SegmentFile>> listed = catalog.list(files);
       Map<String, List<Member>> byStore = new HashMap<>();
@@ -113,8 +134,8 @@ public final class SegmentSweep {
             }
           } catch (CorruptFileException unreadable) {
             // I8: a segment that does not verify may still be being written.
-            if (now - f.lastModifiedMillis() >= options.tornFileGraceMillis()
-                && !SegmentCatalog.isJournalRecord(f.name().name())) {
+            if (!SegmentCatalog.isJournalRecord(f.name().name())
+                && ages.isOld(f.lastModifiedMillis())) {
               LOG.warn("Removing unreadable segment left by a crashed writer: {}", unreadable);
               toDelete.add(f.name().name());
             }
@@ -146,13 +167,16 @@ public final class SegmentSweep {
         }
       }
       // A journal goes as a whole: once every record in it is dead, and once no writer can still
-      // append to it (its close-by time plus the grace period has passed).
+      // append to it: its close-by time plus the grace period has passed, and it was last
+      // modified longer ago than the grace period (where appends stamp it, a writer whose close-by
+      // time was set by a skewed clock is seen still appending).
       for (FileInfo f : files) {
         long closeBy = SegmentCatalog.journalCloseByMillis(f.name());
         if (closeBy >= 0
             && !liveJournals.contains(f.name())
             && !catalog.isOpenJournal(f.name())
-            && now >= closeBy + options.tornFileGraceMillis()) {
+            && ages.isPast(closeBy)
+            && ages.isOld(f.lastModifiedMillis())) {
           toDelete.add(f.name());
         }
       }
@@ -165,6 +189,35 @@ public final class SegmentSweep {
       return toDelete.size();
     } finally {
       sweepLock.unlock();
+    }
+  }
+
+  /** One sweep's judge of ages, by storage time learned on first need (once per sweep). */
+  private final class AgeCheck {
+    private final long graceMillis;
+    private OptionalLong now;
+
+    AgeCheck(long graceMillis) {
+      this.graceMillis = graceMillis;
+    }
+
+    /** Whether a file last modified at {@code lastModifiedMillis} is the grace period old. */
+    boolean isOld(long lastModifiedMillis) {
+      OptionalLong t = now();
+      return t.isPresent() && t.getAsLong() - lastModifiedMillis >= graceMillis;
+    }
+
+    /** Whether the grace period has passed since {@code millis}. */
+    boolean isPast(long millis) {
+      OptionalLong t = now();
+      return t.isPresent() && t.getAsLong() >= millis + graceMillis;
+    }
+
+    private OptionalLong now() {
+      if (now == null) {
+        now = clock.now();
+      }
+      return now;
     }
   }
 

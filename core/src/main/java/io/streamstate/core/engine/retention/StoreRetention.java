@@ -1,5 +1,6 @@
 package io.streamstate.core.engine.retention;
 
+import io.streamstate.core.engine.StorageClock;
 import io.streamstate.core.engine.StoreFiles;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreMetrics;
@@ -8,6 +9,7 @@ import io.streamstate.core.engine.segment.SegmentCatalog;
 import io.streamstate.core.engine.snapshot.SnapshotHistory;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.core.storage.Storages;
 import java.util.HashMap;
@@ -15,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
 
@@ -32,6 +35,7 @@ public final class StoreRetention {
   private final SegmentCatalog catalog;
   private final SnapshotHistory history;
   private final StoreMetrics metrics;
+  private final StorageClock clock;
 
   /** Whether retention listed this store once, and the base it chose last. */
   private boolean ran;
@@ -45,6 +49,7 @@ public final class StoreRetention {
 
   /**
    * @param history the snapshots this store instance wrote or restored: r1's hint
+   * @param clock the storage's time, which r5 judges an SST's age by
    */
   public StoreRetention(
       Storage storage,
@@ -52,13 +57,15 @@ public final class StoreRetention {
       StoreOptions options,
       SegmentCatalog catalog,
       SnapshotHistory history,
-      StoreMetrics metrics) {
+      StoreMetrics metrics,
+      StorageClock clock) {
     this.storage = storage;
     this.layout = layout;
     this.options = options;
     this.catalog = catalog;
     this.history = history;
     this.metrics = metrics;
+    this.clock = clock;
   }
 
   /**
@@ -111,13 +118,20 @@ public final class StoreRetention {
     // r5 (I8), not while a snapshot of this store uploads: what it uploaded is referenced only
     // once its manifest is published, and a stalled upload may outlast the grace period. The next
     // run deletes them.
+    // Ages are judged by storage time (I14), learned only when some SST is unreferenced; when it
+    // cannot be learned, none goes this run.
     if (!snapshotUploading.getAsBoolean()) {
-      toDelete.addAll(
-          RetentionPlanner.unreferencedSsts(
-              storage.list(layout.sstDir()),
-              plan.referenced(),
-              System.currentTimeMillis(),
-              options.tornFileGraceMillis()));
+      List<FileInfo> ssts = storage.list(layout.sstDir());
+      boolean anyUnreferenced = false;
+      for (FileInfo f : ssts) {
+        anyUnreferenced |= !plan.referenced().contains(f.name());
+      }
+      OptionalLong now = anyUnreferenced ? clock.now() : OptionalLong.empty();
+      if (now.isPresent()) {
+        toDelete.addAll(
+            RetentionPlanner.unreferencedSsts(
+                ssts, plan.referenced(), now.getAsLong(), options.tornFileGraceMillis()));
+      }
     }
     Storages.deleteAll(storage, toDelete);
     metrics.countDeleted(toDelete.size());

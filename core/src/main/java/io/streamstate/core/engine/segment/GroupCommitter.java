@@ -2,6 +2,7 @@ package io.streamstate.core.engine.segment;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.CommitIds;
+import io.streamstate.core.engine.StorageClock;
 import io.streamstate.core.error.FileAlreadyExistsException;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -145,7 +146,8 @@ public final class GroupCommitter {
     this.catalog = SegmentCatalog.of(resources, storage);
     this.journal =
         journal != null && SegmentJournalWriter.canAppend(storage)
-            ? new SegmentJournalWriter(resources, storage, journal, System::currentTimeMillis)
+            ? new SegmentJournalWriter(
+                resources, storage, journal, StorageClock.of(resources, storage)::estimateNow)
             : null;
     this.waveNanos =
         TimeUnit.MILLISECONDS.toNanos(

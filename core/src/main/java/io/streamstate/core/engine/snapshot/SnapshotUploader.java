@@ -2,6 +2,7 @@ package io.streamstate.core.engine.snapshot;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.CommitIds;
+import io.streamstate.core.engine.StorageClock;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.StoreOptions;
@@ -76,20 +77,26 @@ public final class SnapshotUploader {
   private final StoreOptions options;
   private final HedgedWriter hedger;
   private final StoreMetrics metrics;
+  private final StorageClock clock;
 
+  /**
+   * @param clock the storage's time, which a torn file's age is judged by
+   */
   public SnapshotUploader(
       String storeName,
       Storage storage,
       StoreLayout layout,
       StoreOptions options,
       HedgedWriter hedger,
-      StoreMetrics metrics) {
+      StoreMetrics metrics,
+      StorageClock clock) {
     this.storeName = storeName;
     this.storage = storage;
     this.layout = layout;
     this.options = options;
     this.hedger = hedger;
     this.metrics = metrics;
+    this.clock = clock;
   }
 
   /**
@@ -432,10 +439,8 @@ public final class SnapshotUploader {
    * crashed writer). Returns whether it was deleted.
    */
   private boolean removeIfAbandoned(String file) {
-    long now = System.currentTimeMillis();
     for (FileInfo info : storage.list(file)) {
-      if (info.name().equals(file)
-          && now - info.lastModifiedMillis() >= options.tornFileGraceMillis()) {
+      if (info.name().equals(file) && clock.isOlderThan(info, options.tornFileGraceMillis())) {
         LOG.warn(
             "Store {}: removing unverifiable file {} left by a crashed writer", storeName, file);
         storage.delete(file);
