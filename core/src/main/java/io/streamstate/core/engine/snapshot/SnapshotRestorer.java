@@ -3,6 +3,7 @@ package io.streamstate.core.engine.snapshot;
 import io.streamstate.core.engine.StoreFiles;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.local.LocalSpace;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.StreamStateException;
@@ -47,7 +48,15 @@ public final class SnapshotRestorer {
   public void restore(StoreLayout.SnapshotName name, LocalInstance local) {
     SnapshotManifest manifest = StoreFiles.readManifest(storage, name);
     Path dir = local.newDbDir();
-    Map<String, String> restored = copyFiles(manifest, dir);
+    Map<String, String> restored;
+    try {
+      restored = copyFiles(manifest, dir, local.space());
+    } catch (RuntimeException e) {
+      // Out of local space: say so, naming the local directory (the caller discards the copies).
+      RuntimeException diskFull =
+          local.space().diskFullOrNull("restoring snapshot " + manifest.version(), e);
+      throw diskFull != null ? diskFull : e;
+    }
     local.openRestored(dir, manifest.version(), manifest.commitId(), restored);
     history.recorded(manifest.version());
   }
@@ -89,12 +98,13 @@ public final class SnapshotRestorer {
   }
 
   /** Copies the manifest's files into {@code dir}; returns local to shared name of its SSTs. */
-  private Map<String, String> copyFiles(SnapshotManifest manifest, Path dir) {
+  private Map<String, String> copyFiles(SnapshotManifest manifest, Path dir, LocalSpace space) {
     Map<String, String> restored = new HashMap<>();
     try {
       Files.createDirectories(dir);
       for (SnapshotManifest.Entry e : manifest.files()) {
         Path target = dir.resolve(e.localName());
+        space.checkRoomFor(target, e.length());
         if (e.isShared()) {
           FramedFile.copyPayload(storage, e.sharedName(), FileKind.SST, target);
           checkLength(manifest, e, Files.size(target));
