@@ -17,8 +17,10 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -130,6 +132,9 @@ class LocalDiskFullTest {
           .as("the instance in RocksDB's error state was not used again")
           .isEqualTo(durableLoads + 1);
       assertThat(store.localVersion()).isEqualTo(-1);
+      assertThat(instanceDirs(local))
+          .as("the failed restore's copies were deleted: they would keep the disk full")
+          .isEmpty();
 
       giveBack.run();
       try (StateTransaction tx = store.begin(5)) {
@@ -164,6 +169,13 @@ class LocalDiskFullTest {
     try (StateTransaction tx = store.begin(v - 1)) {
       writeVersion(tx, v);
       assertThat(tx.commit()).isEqualTo(v);
+    }
+  }
+
+  /** The RocksDB instance directories ({@code db-<generation>}) in a store's local directory. */
+  private static List<String> instanceDirs(Path local) throws IOException {
+    try (Stream<Path> entries = Files.list(local)) {
+      return entries.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("db-")).toList();
     }
   }
 

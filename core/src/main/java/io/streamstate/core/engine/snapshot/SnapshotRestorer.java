@@ -48,16 +48,17 @@ public final class SnapshotRestorer {
   public void restore(StoreLayout.SnapshotName name, LocalInstance local) {
     SnapshotManifest manifest = StoreFiles.readManifest(storage, name);
     Path dir = local.newDbDir();
-    Map<String, String> restored;
     try {
-      restored = copyFiles(manifest, dir, local.space());
+      Map<String, String> restored = copyFiles(manifest, dir, local.space());
+      local.openRestored(dir, manifest.version(), manifest.commitId(), restored);
     } catch (RuntimeException e) {
-      // Out of local space: say so, naming the local directory (the caller discards the copies).
+      // No instance was opened on them: the copies go now, or a disk that filled during the
+      // restore would stay full for the retry (and an unusable snapshot's would stay too).
+      LocalInstance.deleteRecursively(dir);
       RuntimeException diskFull =
           local.space().diskFullOrNull("restoring snapshot " + manifest.version(), e);
       throw diskFull != null ? diskFull : e;
     }
-    local.openRestored(dir, manifest.version(), manifest.commitId(), restored);
     history.recorded(manifest.version());
   }
 
