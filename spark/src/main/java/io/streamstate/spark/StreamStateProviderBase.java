@@ -182,6 +182,8 @@ abstract class StreamStateProviderBase {
         VersionedStore.builder(describe(stateStoreId), location.storage())
             .prefix(location.prefix())
             .localDir(localDir)
+            .localDirSetting(
+                StreamStateConf.LOCAL_DIR + " (default: under the executor's spark.local.dir)")
             .options(conf.storeOptions())
             .memoryBudget(budget)
             .hedger(hedger);

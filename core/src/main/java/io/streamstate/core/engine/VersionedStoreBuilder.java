@@ -6,6 +6,7 @@ import io.streamstate.core.engine.commit.ChangelogPublisher;
 import io.streamstate.core.engine.commit.CommitPublisher;
 import io.streamstate.core.engine.commit.GroupCommitPublisher;
 import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.local.LocalSpace;
 import io.streamstate.core.engine.local.OpenDatabases;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.recovery.ChangeFeed;
@@ -48,6 +49,7 @@ public final class VersionedStoreBuilder {
   private final Storage storage;
   private String prefix = "";
   private Path localDir;
+  private String localDirSetting = "VersionedStoreBuilder.localDir";
   private StoreOptions options = StoreOptions.defaults();
   private RocksDbMemoryBudget budget;
   private HedgedWriter hedger;
@@ -71,6 +73,15 @@ public final class VersionedStoreBuilder {
    */
   public VersionedStoreBuilder localDir(Path localDir) {
     this.localDir = Objects.requireNonNull(localDir, "localDir");
+    return this;
+  }
+
+  /**
+   * The setting that chose the local directory (a configuration key), which a disk-full error names
+   * so that the user knows how to move it; default: a generic description.
+   */
+  public VersionedStoreBuilder localDirSetting(String setting) {
+    this.localDirSetting = Objects.requireNonNull(setting, "setting");
     return this;
   }
 
@@ -137,7 +148,12 @@ public final class VersionedStoreBuilder {
     StoreMetrics metrics = new StoreMetrics();
     SegmentCatalog catalog = SegmentCatalog.of(resources, storage);
     StorageClock clock = StorageClock.of(resources, storage);
-    LocalInstance local = LocalInstance.create(name, localDir, budget, OpenDatabases.of(resources));
+    LocalInstance local =
+        LocalInstance.create(
+            name,
+            budget,
+            OpenDatabases.of(resources),
+            LocalSpace.of(name, localDir, localDirSetting, resources));
     // How commits become durable, chosen once: the strategy never branches on the commit path.
     ChangelogPublisher changelogs = new ChangelogPublisher(name, storage, layout, hedger);
     AsyncChangelogPublisher async =

@@ -86,7 +86,10 @@ public final class StreamStateKeys {
               ConfigKey.Type.TEXT,
               null,
               "root of the local RocksDB directories, one fresh subdirectory per provider"
-                  + " instance, deleted when it closes")
+                  + " instance, deleted when it closes. When it fills, tasks fail with `Local disk"
+                  + " full: ... its local directory <dir> is out of space ...` naming this key,"
+                  + " and are retried; the stores are rebuilt from durable storage"
+                  + " (docs/reliability.md, \"Local disk full\")")
           .computedDefault(
               "the executor's local dir (`spark.local.dir`, YARN/K8s dirs), else"
                   + " `java.io.tmpdir`");

@@ -71,10 +71,18 @@ public final class LocalDb implements AutoCloseable {
   /** The process's open instances, this one among them while it is open. */
   private final OpenDatabases openDatabases;
 
+  /** The store's local directory's space: a write that found no room is reported as such. */
+  private final LocalSpace space;
+
   private LocalDb(
-      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
+      String storeName,
+      Path dir,
+      RocksDbMemoryBudget budget,
+      OpenDatabases openDatabases,
+      LocalSpace space) {
     RocksDbVersion.check();
     this.openDatabases = openDatabases;
+    this.space = space;
     this.storeName = storeName;
     this.dir = dir;
     this.dbOptions =
@@ -85,6 +93,7 @@ public final class LocalDb implements AutoCloseable {
             .setMaxBackgroundJobs(2)
             .setKeepLogFileNum(2)
             .setMaxManifestFileSize(4L << 20);
+    space.attach(dbOptions);
     this.bloomFilter = new BloomFilter(10, false);
     BlockBasedTableConfig table =
         new BlockBasedTableConfig()
@@ -130,6 +139,10 @@ public final class LocalDb implements AutoCloseable {
       this.db = RocksDB.open(dbOptions, dir.toString(), descriptors, handles);
     } catch (RocksDBException e) {
       closeOptions();
+      StreamStateException diskFull = space.diskFullOrNull("opening local RocksDB in " + dir, e);
+      if (diskFull != null) {
+        throw diskFull;
+      }
       String hint =
           String.valueOf(e.getMessage()).contains("unsupported format_version")
               ? " (its snapshot's SST files were written by a newer RocksDB than this JVM's: a"
@@ -146,10 +159,17 @@ public final class LocalDb implements AutoCloseable {
     openDatabases.add(this);
   }
 
-  /** Opens (or creates) the instance in {@code dir}, one of {@code openDatabases} until closed. */
+  /**
+   * Opens (or creates) the instance in {@code dir}, one of {@code openDatabases} until closed; a
+   * write that finds no room in the store's local directory fails as {@code space} reports it.
+   */
   public static LocalDb open(
-      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
-    return new LocalDb(storeName, dir, budget, openDatabases);
+      String storeName,
+      Path dir,
+      RocksDbMemoryBudget budget,
+      OpenDatabases openDatabases,
+      LocalSpace space) {
+    return new LocalDb(storeName, dir, budget, openDatabases, space);
   }
 
   /** Whether {@link #close} ran; read under this instance's lock. */
@@ -418,7 +438,17 @@ public final class LocalDb implements AutoCloseable {
     }
   }
 
+  /**
+   * A RocksDB call failed: a lack of space is a {@link
+   * io.streamstate.core.error.LocalDiskFullException} (RocksDB then holds a background error and
+   * refuses every later write, so the caller discards the instance, as it does after any failed
+   * write), anything else a plain error.
+   */
   private StreamStateException failure(String what, RocksDBException e) {
+    StreamStateException diskFull = space.diskFullOrNull("local RocksDB " + what, e);
+    if (diskFull != null) {
+      return diskFull;
+    }
     return new StreamStateException(
         "Local RocksDB " + what + " failed for store " + storeName + " in " + dir + ": " + e, e);
   }

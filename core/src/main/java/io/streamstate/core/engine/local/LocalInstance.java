@@ -41,6 +41,7 @@ public final class LocalInstance {
   private final Path dir;
   private final RocksDbMemoryBudget budget;
   private final OpenDatabases openDatabases;
+  private final LocalSpace space;
 
   private LocalDb db;
   private long version = -1;
@@ -64,7 +65,12 @@ public final class LocalInstance {
   private volatile boolean closed;
 
   private LocalInstance(
-      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
+      String storeName,
+      Path dir,
+      RocksDbMemoryBudget budget,
+      OpenDatabases openDatabases,
+      LocalSpace space) {
+    this.space = space;
     this.storeName = storeName;
     this.dir = dir;
     this.budget = budget;
@@ -73,17 +79,27 @@ public final class LocalInstance {
 
   /**
    * The working state of a store whose local directory is {@code dir}: whatever it holds is
-   * deleted, since a local instance is never trusted across store instances.
+   * deleted, since a local instance is never trusted across store instances. {@code space} is that
+   * directory's ({@link LocalSpace#dir}).
    */
   public static LocalInstance create(
-      String storeName, Path dir, RocksDbMemoryBudget budget, OpenDatabases openDatabases) {
+      String storeName, RocksDbMemoryBudget budget, OpenDatabases openDatabases, LocalSpace space) {
+    Path dir = space.dir();
     deleteRecursively(dir);
     try {
       Files.createDirectories(dir);
     } catch (IOException e) {
-      throw new StreamStateException("Cannot create local directory " + dir + ": " + e, e);
+      StreamStateException diskFull = space.diskFullOrNull("creating the local directory", e);
+      throw diskFull != null
+          ? diskFull
+          : new StreamStateException("Cannot create local directory " + dir + ": " + e, e);
     }
-    return new LocalInstance(storeName, dir, budget, openDatabases);
+    return new LocalInstance(storeName, dir, budget, openDatabases, space);
+  }
+
+  /** The local directory's space: how a lack of it is reported. */
+  public LocalSpace space() {
+    return space;
   }
 
   public boolean isOpen() {
@@ -129,7 +145,7 @@ public final class LocalInstance {
   /** Replaces the instance with the empty state, version 0. */
   public void openEmpty() {
     discard();
-    db = LocalDb.open(storeName, newDbDir(), budget, openDatabases);
+    db = LocalDb.open(storeName, newDbDir(), budget, openDatabases, space);
     confirmedSsts = Map.of();
     version = 0;
     commitId = 0;
@@ -144,7 +160,7 @@ public final class LocalInstance {
    */
   public void openEmptyAt(long version) {
     discard();
-    db = LocalDb.open(storeName, newDbDir(), budget, openDatabases);
+    db = LocalDb.open(storeName, newDbDir(), budget, openDatabases, space);
     confirmedSsts = Map.of();
     this.version = version;
     commitId = 0;
@@ -163,7 +179,7 @@ public final class LocalInstance {
    * commitId} of {@code version}, whose SSTs {@code confirmed} are in a published manifest.
    */
   public void openRestored(Path dbDir, long version, long commitId, Map<String, String> confirmed) {
-    db = LocalDb.open(storeName, dbDir, budget, openDatabases);
+    db = LocalDb.open(storeName, dbDir, budget, openDatabases, space);
     this.version = version;
     this.commitId = commitId;
     this.confirmedSsts = confirmed;

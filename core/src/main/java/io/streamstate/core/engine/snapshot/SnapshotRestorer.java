@@ -3,6 +3,7 @@ package io.streamstate.core.engine.snapshot;
 import io.streamstate.core.engine.StoreFiles;
 import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.local.LocalSpace;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.error.StreamStateException;
@@ -48,8 +49,17 @@ public final class SnapshotRestorer {
   public SnapshotManifest restore(StoreLayout.SnapshotName name, LocalInstance local) {
     SnapshotManifest manifest = StoreFiles.readManifest(storage, name);
     Path dir = local.newDbDir();
-    Map<String, String> restored = copyFiles(manifest, dir);
-    local.openRestored(dir, manifest.version(), manifest.commitId(), restored);
+    try {
+      Map<String, String> restored = copyFiles(manifest, dir, local.space());
+      local.openRestored(dir, manifest.version(), manifest.commitId(), restored);
+    } catch (RuntimeException e) {
+      // No instance was opened on them: the copies go now, or a disk that filled during the
+      // restore would stay full for the retry (and an unusable snapshot's would stay too).
+      LocalInstance.deleteRecursively(dir);
+      RuntimeException diskFull =
+          local.space().diskFullOrNull("restoring snapshot " + manifest.version(), e);
+      throw diskFull != null ? diskFull : e;
+    }
     history.recorded(manifest.version());
     return manifest;
   }
@@ -91,12 +101,13 @@ public final class SnapshotRestorer {
   }
 
   /** Copies the manifest's files into {@code dir}; returns local to shared name of its SSTs. */
-  private Map<String, String> copyFiles(SnapshotManifest manifest, Path dir) {
+  private Map<String, String> copyFiles(SnapshotManifest manifest, Path dir, LocalSpace space) {
     Map<String, String> restored = new HashMap<>();
     try {
       Files.createDirectories(dir);
       for (SnapshotManifest.Entry e : manifest.files()) {
         Path target = dir.resolve(e.localName());
+        space.checkRoomFor(target, e.length());
         if (e.isShared()) {
           FramedFile.copyPayload(storage, e.sharedName(), FileKind.SST, target);
           checkLength(manifest, e, Files.size(target));

@@ -27,7 +27,13 @@ class LocalDbApplyTest {
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20)) {
       assertThat(budget.writeBufferBytes()).isEqualTo(1L << 20);
-      LocalDb db = LocalDb.open("s", tmp.resolve("db"), budget, OpenDatabases.of(resources));
+      LocalDb db =
+          LocalDb.open(
+              "s",
+              tmp.resolve("db"),
+              budget,
+              OpenDatabases.of(resources),
+              LocalSpace.unmanaged("s", tmp));
       try {
         int n = 40_000; // 40k values of 200 bytes: 8 MB, eight memtables' worth
         List<Changelog.Change> first = new ArrayList<>();

@@ -25,7 +25,13 @@ class SstFormatTest {
   void sstFilesAreWrittenInAFormatSpark35sRocksDbReads() throws IOException {
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(64L << 20)) {
-      LocalDb db = LocalDb.open("s", tmp.resolve("db"), budget, OpenDatabases.of(resources));
+      LocalDb db =
+          LocalDb.open(
+              "s",
+              tmp.resolve("db"),
+              budget,
+              OpenDatabases.of(resources),
+              LocalSpace.unmanaged("s", tmp));
       try {
         db.apply(
             new Changelog(

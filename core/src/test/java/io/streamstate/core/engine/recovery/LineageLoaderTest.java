@@ -11,6 +11,7 @@ import io.streamstate.core.engine.commit.ChangelogPublisher;
 import io.streamstate.core.engine.commit.EncodedCommit;
 import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.engine.local.LocalInstance;
+import io.streamstate.core.engine.local.LocalSpace;
 import io.streamstate.core.engine.local.OpenDatabases;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.engine.segment.SegmentCatalog;
@@ -53,7 +54,12 @@ class LineageLoaderTest {
   void setUp() {
     storage = new LocalStorage(tmp.resolve("durable"));
     changelogs = new ChangelogPublisher("s", storage, LAYOUT, null);
-    local = LocalInstance.create("s", tmp.resolve("local"), BUDGET, OpenDatabases.of(resources));
+    local =
+        LocalInstance.create(
+            "s",
+            BUDGET,
+            OpenDatabases.of(resources),
+            LocalSpace.unmanaged("s", tmp.resolve("local")));
     metrics = new StoreMetrics();
     loader =
         new LineageLoader(
