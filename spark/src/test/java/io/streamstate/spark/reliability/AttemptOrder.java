@@ -5,7 +5,6 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
@@ -40,9 +39,6 @@ final class AttemptOrder {
 
   /** The batch whose first task attempts fail after their commit; -1: none. */
   static volatile long failAfterCommitInBatch = -1;
-
-  /** Task attempts failed after their commit (each task attempt once). */
-  static final AtomicInteger failedAfterCommit = new AtomicInteger();
 
   /** Task attempts that already have their failing listener. */
   private static final Set<Long> armed = ConcurrentHashMap.newKeySet();
@@ -89,7 +85,6 @@ final class AttemptOrder {
       task.addTaskCompletionListener(
           (TaskCompletionListener)
               context -> {
-                failedAfterCommit.incrementAndGet();
                 throw new IllegalStateException(
                     "Injected failure after the state commit (batch "
                         + batch
