@@ -157,6 +157,9 @@ public final class DataNodePlacement {
     /** The pipeline the writer saw last (empty: none yet). */
     private volatile List<String> pipeline = List.of();
 
+    /** The pipeline of the last completed {@code hsync} (empty: none yet); the writer's. */
+    private List<String> synced = List.of();
+
     /** Whether the writer is in {@code hsync}, which does not hold the stream while it waits. */
     private volatile boolean syncing;
 
@@ -188,7 +191,8 @@ public final class DataNodePlacement {
     /**
      * {@code out.hsync()}: while it waits, a late report may look at the pipeline; once it returns,
      * the pipeline is remembered (for reports during {@code close}, which holds the stream) and its
-     * DataNodes are known to work.
+     * DataNodes are known to work; those of the last completed sync's pipeline that left it were
+     * removed by pipeline recovery ({@link SlowDataNodes#dropped}).
      */
     public void hsync() throws IOException {
       if (pipelines == null) {
@@ -203,7 +207,14 @@ public final class DataNodePlacement {
       } finally {
         syncing = false;
       }
-      slow.recordWorking(pipeline);
+      List<String> now = pipeline;
+      // d6: pipeline recovery (during this sync, or while the stream was idle) removed these.
+      List<String> dropped = synced.stream().filter(node -> !now.contains(node)).toList();
+      synced = now;
+      if (!dropped.isEmpty()) {
+        slow.dropped(dropped);
+      }
+      slow.recordWorking(now);
       List<String> late = reported;
       if (late != null) {
         // Completed soon after its report: noise, not a held pipeline (d1').

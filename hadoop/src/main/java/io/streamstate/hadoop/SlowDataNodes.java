@@ -52,6 +52,15 @@ import org.slf4j.LoggerFactory;
  *       pipeline) are never favoured: a hedge of that write would meet its slow node again. What is
  *       still short, the file system places as usual. With no suspect, files are placed as usual
  *       (local and rack-aware).
+ *   <li><b>d6 Dropped</b> (docs/protocol.md numbering). When a DataNode leaves the pipeline of an
+ *       open file between two of its completed {@code hsync}s, HDFS's pipeline recovery removed it:
+ *       it failed (died, or its disk or network did). It is no longer known to work and becomes
+ *       suspect, as after a late write, so that new files are not favoured onto it (the NameNode
+ *       itself keeps placing replicas on a dead DataNode until it misses its heartbeats for 10
+ *       minutes, and each such block's pipeline setup fails and is retried elsewhere). A new block
+ *       of the file between the two syncs changes the pipeline too: its nodes that are not in the
+ *       new block's pipeline are then avoided for the window though healthy, which costs placement
+ *       choice, nothing else.
  * </ol>
  *
  * <p>One instance per cluster (file system scheme and authority) per {@link ProcessResources}
@@ -182,6 +191,35 @@ public final class SlowDataNodes {
     if (!enabled() || pipeline.isEmpty()) {
       return;
     }
+    List<String> fresh = addSuspicion(pipeline);
+    if (!fresh.isEmpty()) {
+      LOG.info(
+          "DataNodes {} suspected slow for {} ms: a write through {} was late; new files avoid them",
+          fresh,
+          suspectMillis,
+          pipeline);
+    }
+  }
+
+  /**
+   * d6: pipeline recovery removed {@code nodes} from an open file's pipeline (they failed): they
+   * are no longer known to work, and are suspect for the window, so that new files avoid them.
+   */
+  public void dropped(Collection<String> nodes) {
+    if (!enabled() || nodes.isEmpty()) {
+      return;
+    }
+    nodes.forEach(lastWorked::remove);
+    addSuspicion(nodes);
+    LOG.warn(
+        "DataNodes {} left the write pipeline of an open file (pipeline recovery: they failed);"
+            + " new files avoid them for {} ms",
+        nodes,
+        suspectMillis);
+  }
+
+  /** Makes each of {@code pipeline} suspect for the window from now; returns the new suspects. */
+  private List<String> addSuspicion(Collection<String> pipeline) {
     long now = clock.getAsLong();
     long until = now + suspectMillis;
     List<String> fresh = new ArrayList<>();
@@ -199,13 +237,7 @@ public final class SlowDataNodes {
       }
       anySuspects = true;
     }
-    if (!fresh.isEmpty()) {
-      LOG.info(
-          "DataNodes {} suspected slow for {} ms: a write through {} was late; new files avoid them",
-          fresh,
-          suspectMillis,
-          pipeline);
-    }
+    return fresh;
   }
 
   /**

@@ -233,4 +233,29 @@ class HadoopStorageSlowDataNodesTest {
     untracked.create("two", ContentWriter.ofBytes(new byte[] {1}));
     assertThat(fs.favoredAsked(path("two"))).isNull();
   }
+
+  /**
+   * A DataNode that pipeline recovery removed from an open journal's pipeline (it died) is no
+   * longer known to work, and new files are placed away from it; nothing was late.
+   */
+  @Test
+  void aDataNodeDroppedFromAnOpenFilesPipelineIsAvoidedByNewFiles() throws Exception {
+    warmUp();
+    fs.nextPipeline(SLOW_PIPELINE.toArray(new String[0]));
+    AppendableFile journal = storage.createAppendable("journal-1");
+    journal.append(new byte[] {1});
+    assertThat(slow.suspects()).isEmpty();
+
+    fs.fail("dn2:9866"); // killed while the journal is open: its pipeline recovers at once
+    journal.append(new byte[] {2});
+
+    assertThat(slow.known()).doesNotContain("dn2:9866");
+    assertThat(slow.suspects()).containsExactly("dn2:9866");
+    storage.create("after", ContentWriter.ofBytes(new byte[] {3}));
+    assertThat(fs.favoredAsked(path("after")))
+        .as("favoured DataNodes of a file created after the recovery")
+        .hasSize(PipelineFileSystem.REPLICATION)
+        .doesNotContain("dn2:9866");
+    journal.close();
+  }
 }

@@ -64,6 +64,23 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
     return favoredAsked.get(makeQualified(path).toUri().getPath());
   }
 
+  /** The streams not yet closed, for {@link #fail}. */
+  private final Set<PipelinedStream> open = ConcurrentHashMap.newKeySet();
+
+  /**
+   * {@code node} fails, as a killed DataNode does on HDFS: every open stream through it recovers
+   * its pipeline at once (the node is replaced by one not in it, as HDFS's default replacement
+   * policy does with DataNodes to spare), and no new file is placed on it.
+   */
+  public void fail(String node) {
+    failed.add(node);
+    for (PipelinedStream stream : open) {
+      stream.replace(node);
+    }
+  }
+
+  private final Set<String> failed = ConcurrentHashMap.newKeySet();
+
   /** Makes {@code node} slow: every sync and close through it waits until {@link #release}. */
   public void slow(String node) {
     slow.add(node);
@@ -142,8 +159,10 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
       pipeline.addAll(next);
       next = null;
     }
+    pipeline.removeAll(failed); // the client excludes a DataNode it cannot reach
     List<String> others = new ArrayList<>(NODES);
     others.removeAll(pipeline);
+    others.removeAll(failed);
     synchronized (random) {
       Collections.shuffle(others, random);
     }
@@ -155,7 +174,9 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
     if (favored != null) {
       favoredAsked.put(key, List.copyOf(favored));
     }
-    return new FSDataOutputStream(new PipelinedStream(inner, List.copyOf(pipeline)), null);
+    PipelinedStream stream = new PipelinedStream(inner, List.copyOf(pipeline));
+    open.add(stream);
+    return new FSDataOutputStream(stream, null);
   }
 
   @Override
@@ -187,7 +208,7 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
   /** A stream through a pipeline; its lock is what HDFS's stream lock is. */
   private final class PipelinedStream extends OutputStream implements Syncable, StreamCapabilities {
     private final FSDataOutputStream inner;
-    private final List<String> nodes;
+    private volatile List<String> nodes;
     private long written;
     private volatile boolean sent;
     private volatile boolean closed;
@@ -203,6 +224,22 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
 
     synchronized List<String> pipeline() {
       return sent && !closed ? nodes : List.of();
+    }
+
+    /** Pipeline recovery: {@code node} out, a node of the cluster not in the pipeline in. */
+    synchronized void replace(String node) {
+      if (!nodes.contains(node)) {
+        return;
+      }
+      List<String> recovered = new ArrayList<>(nodes);
+      recovered.remove(node);
+      for (String candidate : NODES) {
+        if (!recovered.contains(candidate) && !failed.contains(candidate)) {
+          recovered.add(candidate);
+          break;
+        }
+      }
+      nodes = List.copyOf(recovered);
     }
 
     @Override
@@ -245,6 +282,7 @@ public class PipelineFileSystem extends ExclusiveCreateLocalFileSystem
         awaitNotSlow(nodes, true);
       }
       closed = true;
+      open.remove(this);
       inner.close();
     }
 

@@ -8,7 +8,10 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
-/** The tracking alone: suspects (d1), known DataNodes (d2), and the favoured choice (d3). */
+/**
+ * The tracking alone: suspects (d1), known DataNodes (d2), the favoured choice (d3), DataNodes
+ * dropped by pipeline recovery (d6).
+ */
 class SlowDataNodesTest {
   private static final long WINDOW = 60_000;
   private static final List<String> ALL = List.of("a:1", "b:1", "c:1", "d:1", "e:1", "f:1");
@@ -64,6 +67,19 @@ class SlowDataNodesTest {
       List<String> favored = slow.favoredNodes(3);
       assertThat(favored).hasSize(3).contains("f:1").doesNotContain("a:1").doesNotHaveDuplicates();
     }
+  }
+
+  @Test
+  void aDataNodeDroppedByPipelineRecoveryIsNoLongerKnownAndIsNeverFavoured() {
+    slow.recordWorking(ALL);
+    slow.dropped(List.of("b:1"));
+    assertThat(slow.known()).doesNotContain("b:1").hasSize(ALL.size() - 1);
+    assertThat(slow.suspects()).containsExactly("b:1");
+    for (int i = 0; i < 50; i++) {
+      assertThat(slow.favoredNodes(3)).hasSize(3).doesNotContain("b:1");
+    }
+    now.addAndGet(WINDOW + 1);
+    assertThat(slow.suspects()).isEmpty();
   }
 
   @Test

@@ -274,6 +274,13 @@ public final class ReliabilityQuery {
 
   static volatile Path holdMarker;
 
+  /**
+   * Called with the batch id after each sink write (the batch's state committed, its commit log
+   * entry not yet written), in the driver; null: none. For tests that act on the storage mid-run
+   * (fail a NameNode over, kill a DataNode).
+   */
+  static volatile java.util.function.LongConsumer afterSinkOfBatch;
+
   /** Writes {@link #holdMarker} and waits until the process is killed. */
   static void holdForKill(String where) {
     try {
@@ -301,6 +308,10 @@ public final class ReliabilityQuery {
         output.resolve(String.format("batch-%05d.txt", batchId)),
         StandardCopyOption.REPLACE_EXISTING,
         StandardCopyOption.ATOMIC_MOVE);
+    java.util.function.LongConsumer afterSink = afterSinkOfBatch;
+    if (afterSink != null) {
+      afterSink.accept(batchId);
+    }
     if (batchId == holdAfterSinkOfBatch) {
       holdForKill("after the sink of batch " + batchId);
     }
