@@ -134,7 +134,7 @@ public final class VersionedStoreBuilder {
           "Store " + name + ": its group committer writes to another storage");
     }
     StoreLayout layout = new StoreLayout(prefix);
-    StoreMetrics metrics = new StoreMetrics();
+    StoreMetrics metrics = new StoreMetrics(ProcessMetrics.of(resources));
     SegmentCatalog catalog = SegmentCatalog.of(resources, storage);
     LocalInstance local = LocalInstance.create(name, localDir, budget, OpenDatabases.of(resources));
     // How commits become durable, chosen once: the strategy never branches on the commit path.
