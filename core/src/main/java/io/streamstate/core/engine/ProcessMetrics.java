@@ -102,7 +102,8 @@ public final class ProcessMetrics {
     MEMORY_PINNED_BYTES(
         Kind.GAUGE,
         "memoryPinnedBytes",
-        "bytes of the cache pinned by readers (open iterators), which eviction cannot free"),
+        "bytes of the cache eviction cannot free now: blocks held by readers (open iterators)"
+            + " and other pinned entries (about 1 MiB seen with no store open)"),
     OPEN_INSTANCES(Kind.GAUGE, "openInstances", "RocksDB instances open (one per loaded store)");
 
     private final Kind kind;
