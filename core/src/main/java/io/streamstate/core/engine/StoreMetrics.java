@@ -10,9 +10,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>The engine counts through the {@code count...} methods only, each told what one step did (what
  * a publish wrote, a load, a snapshot file): how a step's outcome becomes counters is written here
- * once. They are internal: public for the engine's packages only.
+ * once, for the store and for its process's {@link ProcessMetrics} together. They are internal:
+ * public for the engine's packages only.
  */
 public final class StoreMetrics {
+  private final ProcessMetrics process;
   private final AtomicLong commits = new AtomicLong();
   private final AtomicLong commitNanosTotal = new AtomicLong();
   private final AtomicLong lastCommitNanos = new AtomicLong();
@@ -37,21 +39,35 @@ public final class StoreMetrics {
   private final AtomicLong snapshotHedgesWon = new AtomicLong();
   private final AtomicLong snapshotFailures = new AtomicLong();
 
+  /** A store's counters that also count in {@code process}'s. */
+  public StoreMetrics(ProcessMetrics process) {
+    this.process = process;
+  }
+
+  /** A store's counters that count in no process's (tests of one mechanism). */
+  public StoreMetrics() {
+    this(ProcessMetrics.detached());
+  }
+
   /** Counts what publishing one commit wrote (c2, an async upload, a load's bridge changelog). */
   public void countPublished(PublishedCommit published) {
     filesWritten.addAndGet(published.files());
     bytesWritten.addAndGet(published.bytes());
     if (published.hedgeFired()) {
       hedgesFired.incrementAndGet();
+      process.add(ProcessMetrics.Metric.HEDGES_FIRED, 1);
     }
     if (published.hedgeWon()) {
       hedgesWon.incrementAndGet();
+      process.add(ProcessMetrics.Metric.HEDGES_WON, 1);
     }
     if (published.segmentMember()) {
       segmentCommits.incrementAndGet();
+      process.add(ProcessMetrics.Metric.SEGMENT_COMMITS, 1);
     }
     if (published.segmentWritten()) {
       segmentsWritten.incrementAndGet();
+      process.add(ProcessMetrics.Metric.SEGMENTS_WRITTEN, 1);
     }
   }
 
@@ -62,21 +78,27 @@ public final class StoreMetrics {
     lastCommitNanos.set(nanos);
     lastCommitBytes.set(bytes);
     lastCommitChanges.set(changes);
+    process.add(ProcessMetrics.Metric.COMMITS, 1);
+    process.addNanos(ProcessMetrics.Metric.COMMIT_TIME_MS, nanos);
   }
 
   /** Counts a warm load: the local instance held the version. */
   public void countWarmLoad() {
     warmLoads.incrementAndGet();
+    process.add(ProcessMetrics.Metric.WARM_LOADS, 1);
   }
 
-  /** Counts a load from durable files. */
-  public void countDurableLoad() {
+  /** Counts a load from durable files that took {@code nanos} (failed loads included). */
+  public void countDurableLoad(long nanos) {
     durableLoads.incrementAndGet();
+    process.add(ProcessMetrics.Metric.DURABLE_LOADS, 1);
+    process.addNanos(ProcessMetrics.Metric.DURABLE_LOAD_TIME_MS, nanos);
   }
 
   /** Counts a changelog (or segment member) a load replayed. */
   public void countReplayed() {
     changelogsReplayed.incrementAndGet();
+    process.add(ProcessMetrics.Metric.CHANGELOGS_REPLAYED, 1);
   }
 
   /** Counts a file a load skipped because it does not verify. */
@@ -87,6 +109,7 @@ public final class StoreMetrics {
   /** Counts versions an async store lost (committed, never uploaded, bridged over). */
   public void countVersionsLost(long versions) {
     versionsLost.addAndGet(versions);
+    process.add(ProcessMetrics.Metric.VERSIONS_LOST, versions);
   }
 
   /** Counts files deleted (retention, a torn file replaced). */
@@ -98,11 +121,13 @@ public final class StoreMetrics {
   public void countSnapshotHedge(HedgedPublish published, long framedBytes) {
     if (published.hedgeFired()) {
       snapshotHedgesFired.incrementAndGet();
+      process.add(ProcessMetrics.Metric.SNAPSHOT_HEDGES_FIRED, 1);
       filesWritten.incrementAndGet(); // the second copy, deleted or left once it loses
       bytesWritten.addAndGet(framedBytes);
     }
     if (published.hedgeWon()) {
       snapshotHedgesWon.incrementAndGet();
+      process.add(ProcessMetrics.Metric.SNAPSHOT_HEDGES_WON, 1);
     }
   }
 
@@ -123,11 +148,13 @@ public final class StoreMetrics {
     filesWritten.incrementAndGet();
     bytesWritten.addAndGet(framedBytes);
     snapshotsWritten.incrementAndGet();
+    process.add(ProcessMetrics.Metric.SNAPSHOTS_WRITTEN, 1);
   }
 
   /** Counts a snapshot that failed. */
   public void countSnapshotFailure() {
     snapshotFailures.incrementAndGet();
+    process.add(ProcessMetrics.Metric.SNAPSHOT_FAILURES, 1);
   }
 
   /**

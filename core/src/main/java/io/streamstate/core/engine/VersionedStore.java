@@ -189,8 +189,12 @@ public final class VersionedStore implements AutoCloseable {
         // Every batch of every partition: DEBUG; a load from durable storage logs at INFO.
         LOG.debug("Store {}: version {} is held locally (warm load)", name, version);
       } else {
-        metrics.countDurableLoad();
-        loader.load(version, commitId);
+        long start = System.nanoTime();
+        try {
+          loader.load(version, commitId);
+        } finally {
+          metrics.countDurableLoad(System.nanoTime() - start);
+        }
       }
       openTransaction = new StateTransaction(this, local.db(), version, local.commitId(), false);
       publisher.announce(version + 1); // g1

@@ -145,7 +145,7 @@ public final class VersionedStoreBuilder {
           "Store " + name + ": its group committer writes to another storage");
     }
     StoreLayout layout = new StoreLayout(prefix);
-    StoreMetrics metrics = new StoreMetrics();
+    StoreMetrics metrics = new StoreMetrics(ProcessMetrics.of(resources));
     SegmentCatalog catalog = SegmentCatalog.of(resources, storage);
     StorageClock clock = StorageClock.of(resources, storage);
     LocalInstance local =

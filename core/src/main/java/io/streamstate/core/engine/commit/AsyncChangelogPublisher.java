@@ -77,6 +77,24 @@ public final class AsyncChangelogPublisher implements CommitPublisher {
         new AsyncUploads(storeName, maxLag, this::upload, resources.cachedPool("async-upload"));
   }
 
+  /**
+   * {versions pending summed over the async stores of {@code resources}'s process, the most pending
+   * at one store}: how far async durability is behind, for metrics.
+   */
+  public static long[] pendingUploads(ProcessResources resources) {
+    ByLocation all = resources.componentIfPresent(ByLocation.class);
+    long sum = 0;
+    long max = 0;
+    if (all != null) {
+      for (AsyncUploads u : all.uploads.values()) {
+        int pending = u.pending();
+        sum += pending;
+        max = Math.max(max, pending);
+      }
+    }
+    return new long[] {sum, max};
+  }
+
   /** a1: queues the upload (waiting while the lag is at its maximum). */
   @Override
   public PublishedCommit publish(EncodedCommit commit) {

@@ -34,7 +34,8 @@ public final class OpenDatabases {
     open.remove(db);
   }
 
-  int count() {
+  /** Instances open now. */
+  public int count() {
     return open.size();
   }
 

@@ -46,6 +46,12 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
         .budget;
   }
 
+  /** The process's budget if a store made it, else null (for metrics: reading makes nothing). */
+  public static RocksDbMemoryBudget sharedIfPresent(ProcessResources resources) {
+    Shared shared = resources.componentIfPresent(Shared.class);
+    return shared == null ? null : shared.budget;
+  }
+
   /** The process's budget as a component of its owner (a holder: the owner must not close it). */
   private record Shared(RocksDbMemoryBudget budget) {}
 

@@ -2,6 +2,8 @@ package io.streamstate.core.engine.segment;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.engine.CommitIds;
+import io.streamstate.core.engine.ProcessMetrics;
+import io.streamstate.core.engine.ProcessMetrics.Metric;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.format.SegmentJournalFile;
@@ -78,6 +80,8 @@ final class SegmentJournalWriter {
   private CompletableFuture<JournalFile> standby; // guarded by lock
   private boolean disabled; // guarded by lock
 
+  private final ProcessMetrics metrics;
+
   private final AtomicLong appends = new AtomicLong();
   private final AtomicLong journalsCreated = new AtomicLong();
 
@@ -103,6 +107,7 @@ final class SegmentJournalWriter {
         RollRule.afterBytesOrMillis(settings.rollBytes(), settings.rollMillis())
             .orWhenSuspectedSlow();
     this.catalog = SegmentCatalog.of(resources, storage);
+    this.metrics = ProcessMetrics.of(resources);
     this.background = resources.cachedPool("journal");
     this.clock = clock;
     synchronized (lock) {
@@ -149,7 +154,15 @@ final class SegmentJournalWriter {
     if (copy.hedged) {
       retire(j); // hedged before it even started: later commits go elsewhere
     }
-    long offset = j.appendReserved(record); // a failed append retires j
+    long startNanos = System.nanoTime();
+    metrics.add(Metric.JOURNAL_APPENDS_IN_FLIGHT, 1);
+    long offset;
+    try {
+      offset = j.appendReserved(record); // a failed append retires j
+    } finally {
+      metrics.add(Metric.JOURNAL_APPENDS_IN_FLIGHT, -1);
+      metrics.addNanos(Metric.JOURNAL_APPEND_TIME_MS, System.nanoTime() - startNanos);
+    }
     long now = clock.getAsLong();
     if (now > j.closeByMillis() + settings.graceMillis() / 2) {
       // I13: the sweep may delete the journal from closeBy + grace on: promise no durability.
@@ -161,6 +174,8 @@ final class SegmentJournalWriter {
               + " ms after its close-by time, too late to be safe from the segment sweep");
     }
     appends.incrementAndGet();
+    metrics.add(Metric.JOURNAL_APPENDS, 1);
+    metrics.add(Metric.JOURNAL_APPEND_BYTES, record.length);
     return SegmentJournalReader.recordName(j.name(), offset);
   }
 
@@ -262,6 +277,7 @@ final class SegmentJournalWriter {
       starting.remove(name);
     }
     journalsCreated.incrementAndGet();
+    metrics.add(Metric.JOURNALS_CREATED, 1);
     JournalFile journal =
         new JournalFile(file, SegmentJournalFile.HEADER_LENGTH, closeBy, storage, background);
     journal.closed().thenRun(() -> catalog.journalClosed(name));
