@@ -187,7 +187,7 @@ public final class VersionedStore implements AutoCloseable {
           : local.holds(version)) {
         metrics.countWarmLoad();
       } else {
-        metrics.countDurableLoad();
+        metrics.countDurableLoad(local.version(), version);
         loader.load(version, commitId);
       }
       openTransaction = new StateTransaction(this, local.db(), version, local.commitId(), false);
