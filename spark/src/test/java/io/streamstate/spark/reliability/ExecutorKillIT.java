@@ -171,14 +171,15 @@ class ExecutorKillIT {
     // (same run) ended last, successfully, loaded warm.
     List<Attempt> stayed = new ArrayList<>();
     Map<String, Attempt> previous = new HashMap<>();
-    for (Attempt a : ended) {
+    for (int i = 0; i < ended.size(); i++) {
+      Attempt a = ended.get(i);
       String key = a.launch().run() + "/" + a.launch().store();
       Attempt before = previous.put(key, a);
       if (before != null
           && before.successful()
           && a.successful()
           && before.launch().executor().equals(a.launch().executor())
-          && ended.indexOf(a) >= kill.endedBefore()) {
+          && i >= kill.endedBefore()) {
         stayed.add(a);
       }
     }
