@@ -53,6 +53,11 @@ public final class StreamStateMetrics {
       new StateStoreCustomSumMetric(
           "streamstateDurableLoads",
           "streamstate: partitions loaded from durable storage (snapshot and/or changelogs)");
+  public static final StateStoreCustomSumMetric COLD_LOADS =
+      new StateStoreCustomSumMetric(
+          "streamstateColdLoads",
+          "streamstate: partitions loaded from durable storage by an instance that held none of"
+              + " their versions (another executor's partitions, a new executor, a restart)");
   public static final StateStoreCustomSumMetric CHANGELOGS_REPLAYED =
       new StateStoreCustomSumMetric(
           "streamstateChangelogsReplayed", "streamstate: changelogs replayed by loads");
@@ -159,6 +164,7 @@ public final class StreamStateMetrics {
           SNAPSHOTS_WRITTEN,
           WARM_LOADS,
           DURABLE_LOADS,
+          COLD_LOADS,
           CHANGELOGS_REPLAYED,
           HEDGES_FIRED,
           HEDGES_WON,
@@ -203,6 +209,7 @@ public final class StreamStateMetrics {
     m.put(SNAPSHOTS_WRITTEN, after.snapshotsWritten() - before.snapshotsWritten());
     m.put(WARM_LOADS, after.warmLoads() - before.warmLoads());
     m.put(DURABLE_LOADS, after.durableLoads() - before.durableLoads());
+    m.put(COLD_LOADS, after.coldLoads() - before.coldLoads());
     m.put(CHANGELOGS_REPLAYED, after.changelogsReplayed() - before.changelogsReplayed());
     m.put(HEDGES_FIRED, after.hedgesFired() - before.hedgesFired());
     m.put(HEDGES_WON, after.hedgesWon() - before.hedgesWon());

@@ -24,6 +24,7 @@ public final class StoreMetrics {
   private final AtomicLong filesWritten = new AtomicLong();
   private final AtomicLong warmLoads = new AtomicLong();
   private final AtomicLong durableLoads = new AtomicLong();
+  private final AtomicLong coldLoads = new AtomicLong();
   private final AtomicLong changelogsReplayed = new AtomicLong();
   private final AtomicLong snapshotsWritten = new AtomicLong();
   private final AtomicLong sstFilesUploaded = new AtomicLong();
@@ -88,9 +89,18 @@ public final class StoreMetrics {
     process.add(ProcessMetrics.Metric.WARM_LOADS, 1);
   }
 
-  /** Counts a load from durable files that took {@code nanos} (failed loads included). */
-  public void countDurableLoad(long nanos) {
+  /**
+   * Counts a load of {@code version} from durable files by an instance that held {@code
+   * heldVersion} (-1: none), which took {@code nanos} (failed loads included). It is also cold when
+   * the instance held no version and the one loaded is not the empty state (version 0): all it
+   * needed came from durable storage, as on an executor that never held the store (a moved
+   * partition, a lost executor, a restart) or after a failed load discarded the instance.
+   */
+  public void countDurableLoad(long heldVersion, long version, long nanos) {
     durableLoads.incrementAndGet();
+    if (heldVersion < 0 && version > 0) {
+      coldLoads.incrementAndGet();
+    }
     process.add(ProcessMetrics.Metric.DURABLE_LOADS, 1);
     process.addNanos(ProcessMetrics.Metric.DURABLE_LOAD_TIME_MS, nanos);
   }
@@ -158,10 +168,11 @@ public final class StoreMetrics {
   }
 
   /**
-   * An immutable reading of all counters. {@code hedgesFired} and {@code hedgesWon} count changelog
-   * and segment writes; {@code snapshotHedgesFired} and {@code snapshotHedgesWon} the SST and
-   * manifest uploads of snapshots; {@code snapshotFailures} the snapshots that failed (logged at
-   * WARN; the versions they held stay durable in their changelogs).
+   * An immutable reading of all counters. {@code coldLoads} are the {@code durableLoads} by an
+   * instance that held no version of the store; {@code hedgesFired} and {@code hedgesWon} count
+   * changelog and segment writes; {@code snapshotHedgesFired} and {@code snapshotHedgesWon} the SST
+   * and manifest uploads of snapshots; {@code snapshotFailures} the snapshots that failed (logged
+   * at WARN; the versions they held stay durable in their changelogs).
    */
   public record Snapshot(
       long commits,
@@ -173,6 +184,7 @@ public final class StoreMetrics {
       long filesWritten,
       long warmLoads,
       long durableLoads,
+      long coldLoads,
       long changelogsReplayed,
       long snapshotsWritten,
       long sstFilesUploaded,
@@ -199,6 +211,7 @@ public final class StoreMetrics {
         filesWritten.get(),
         warmLoads.get(),
         durableLoads.get(),
+        coldLoads.get(),
         changelogsReplayed.get(),
         snapshotsWritten.get(),
         sstFilesUploaded.get(),

@@ -189,11 +189,12 @@ public final class VersionedStore implements AutoCloseable {
         // Every batch of every partition: DEBUG; a load from durable storage logs at INFO.
         LOG.debug("Store {}: version {} is held locally (warm load)", name, version);
       } else {
+        long held = local.version();
         long start = System.nanoTime();
         try {
           loader.load(version, commitId);
         } finally {
-          metrics.countDurableLoad(System.nanoTime() - start);
+          metrics.countDurableLoad(held, version, System.nanoTime() - start);
         }
       }
       openTransaction = new StateTransaction(this, local.db(), version, local.commitId(), false);

@@ -26,6 +26,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 import org.apache.spark.api.java.function.VoidFunction2;
 import org.apache.spark.sql.Column;
@@ -198,15 +200,30 @@ public final class ReliabilityQuery {
   }
 
   static Dataset<Row> build(SparkSession spark, Path input, long schedule, Shape shape) {
+    return build(spark, input, schedule, shape, UnaryOperator.identity());
+  }
+
+  /**
+   * The query with {@code afterDedup} applied to the deduplicated left side: what it adds runs in
+   * the deduplication's stage, before that stage's stores commit (they commit once their output is
+   * consumed).
+   */
+  static Dataset<Row> build(
+      SparkSession spark,
+      Path input,
+      long schedule,
+      Shape shape,
+      UnaryOperator<Dataset<Row>> afterDedup) {
     boolean faultPoints = schedule != NO_FAULTS;
     Dataset<Row> left =
-        spark
-            .readStream()
-            .schema(LEFT)
-            .option("maxFilesPerTrigger", 1)
-            .json(input.resolve("left").toString())
-            .withWatermark("lts", "10 seconds")
-            .dropDuplicates("id", "lts");
+        afterDedup.apply(
+            spark
+                .readStream()
+                .schema(LEFT)
+                .option("maxFilesPerTrigger", 1)
+                .json(input.resolve("left").toString())
+                .withWatermark("lts", "10 seconds")
+                .dropDuplicates("id", "lts"));
     Dataset<Row> right =
         spark
             .readStream()
@@ -258,7 +275,13 @@ public final class ReliabilityQuery {
   static StreamingQuery startQuery(
       SparkSession spark, Path input, String checkpoint, Path output, long schedule, Shape shape)
       throws java.util.concurrent.TimeoutException {
-    return build(spark, input, schedule, shape)
+    return startQuery(spark, input, checkpoint, output, build(spark, input, schedule, shape));
+  }
+
+  private static StreamingQuery startQuery(
+      SparkSession spark, Path input, String checkpoint, Path output, Dataset<Row> query)
+      throws java.util.concurrent.TimeoutException {
+    return query
         .writeStream()
         .outputMode(OutputMode.Append())
         .option("checkpointLocation", checkpoint)
@@ -333,19 +356,58 @@ public final class ReliabilityQuery {
       long schedule,
       int maxRestarts)
       throws Exception {
+    return runToEnd(
+        spark,
+        provider,
+        input,
+        checkpoint,
+        output,
+        () -> build(spark, input, schedule),
+        maxRestarts);
+  }
+
+  /** As {@link #runToEnd}, without faults, {@code afterDedup} applied as in {@link #build}. */
+  static RunResult runToEnd(
+      SparkSession spark,
+      String provider,
+      Path input,
+      String checkpoint,
+      Path output,
+      UnaryOperator<Dataset<Row>> afterDedup,
+      int maxRestarts)
+      throws Exception {
+    return runToEnd(
+        spark,
+        provider,
+        input,
+        checkpoint,
+        output,
+        () -> build(spark, input, NO_FAULTS, Shape.STANDARD, afterDedup),
+        maxRestarts);
+  }
+
+  private static RunResult runToEnd(
+      SparkSession spark,
+      String provider,
+      Path input,
+      String checkpoint,
+      Path output,
+      Supplier<Dataset<Row>> query,
+      int maxRestarts)
+      throws Exception {
     spark.conf().set(PROVIDER_CLASS, provider);
     List<String> failures = new ArrayList<>();
     for (int restarts = 0; ; restarts++) {
-      StreamingQuery query = null;
+      StreamingQuery running = null;
       try {
         // A fault may also hit the start (reading the checkpoint's logs and metadata).
-        query = startQuery(spark, input, checkpoint, output, schedule);
-        query.processAllAvailable();
-        query.stop();
+        running = startQuery(spark, input, checkpoint, output, query.get());
+        running.processAllAvailable();
+        running.stop();
         return new RunResult(restarts, failures);
       } catch (Exception e) {
-        if (query != null) {
-          query.stop();
+        if (running != null) {
+          running.stop();
         }
         failures.add(rootMessage(e));
         if (restarts >= maxRestarts) {

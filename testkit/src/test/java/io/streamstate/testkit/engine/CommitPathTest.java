@@ -5,6 +5,7 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
@@ -103,6 +104,40 @@ class CommitPathTest {
         .options(StoreOptions.defaults())
         .memoryBudget(budget)
         .open();
+  }
+
+  /**
+   * Cold loads, the ones a moved partition or a lost executor costs, are counted apart: a load by
+   * an instance that held no version of the store. The empty state, warm loads and catching up from
+   * an older local version are not cold.
+   */
+  @Test
+  void onlyALoadByAnInstanceHoldingNoVersionIsCold() {
+    LocalStorage durable = new LocalStorage(tmp.resolve("durable"));
+    try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(32L << 20);
+        VersionedStore writer = openStore("w", durable, budget);
+        VersionedStore other = openStore("o", durable, budget)) {
+      for (long v = 1; v <= 3; v++) {
+        try (StateTransaction tx = writer.begin(v - 1)) { // version 0, then warm
+          writeVersion(tx, v);
+          tx.commit();
+        }
+      }
+      assertThat(writer.metrics().snapshot())
+          .returns(1L, StoreMetrics.Snapshot::durableLoads)
+          .returns(2L, StoreMetrics.Snapshot::warmLoads)
+          .returns(0L, StoreMetrics.Snapshot::coldLoads);
+
+      try (StateTransaction tx = other.begin(2)) { // another executor takes the partition
+        assertState(tx, 2);
+      }
+      try (StateTransaction tx = other.begin(3)) { // catches up from its own version 2
+        assertState(tx, 3);
+      }
+      assertThat(other.metrics().snapshot())
+          .returns(2L, StoreMetrics.Snapshot::durableLoads)
+          .returns(1L, StoreMetrics.Snapshot::coldLoads);
+    }
   }
 
   @Test
