@@ -113,7 +113,8 @@ public final class SegmentSweep {
             }
           } catch (CorruptFileException unreadable) {
             // I8: a segment that does not verify may still be being written.
-            if (now - f.lastModifiedMillis() >= options.tornFileGraceMillis()
+            if (FileInfo.isSurelyOlderThan(
+                    f.lastModifiedMillis(), now, options.tornFileGraceMillis())
                 && !SegmentCatalog.isJournalRecord(f.name().name())) {
               LOG.warn("Removing unreadable segment left by a crashed writer: {}", unreadable);
               toDelete.add(f.name().name());

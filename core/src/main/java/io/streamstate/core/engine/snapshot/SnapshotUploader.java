@@ -404,8 +404,7 @@ public final class SnapshotUploader {
   private boolean removeIfAbandoned(String file) {
     long now = System.currentTimeMillis();
     for (FileInfo info : storage.list(file)) {
-      if (info.name().equals(file)
-          && now - info.lastModifiedMillis() >= options.tornFileGraceMillis()) {
+      if (info.name().equals(file) && info.isSurelyOlderThan(now, options.tornFileGraceMillis())) {
         LOG.warn(
             "Store {}: removing unverifiable file {} left by a crashed writer", storeName, file);
         storage.delete(file);
