@@ -8,15 +8,21 @@ import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.PendingFile;
 import java.io.FilterOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.StreamCapabilities;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * How a {@link HadoopStorage} writes a new file on a Hadoop file system other than local disk: t0
@@ -28,6 +34,8 @@ import org.apache.hadoop.fs.StreamCapabilities;
  * open appendable files) are kept by name where pipelines are tracked, for late reports.
  */
 final class HadoopFileCreator {
+  private static final Logger LOG = LoggerFactory.getLogger(HadoopFileCreator.class);
+
   private final FileSystem fs;
   private final Path root;
   private final CreateIfAbsent.Method method;
@@ -85,7 +93,11 @@ final class HadoopFileCreator {
    */
   Pending openNew(String name, Path path, boolean overwrite) {
     FSDataOutputStream out = openStream(name, path, overwrite);
-    return new Pending(name, path, out, watch(name, out));
+    // A conditional create refused at close (412) may be the store refusing a retry of our own
+    // PUT that had landed: the content written is digested, to compare with what is there.
+    MessageDigest digest =
+        method == CreateIfAbsent.Method.CONDITIONAL_CREATE && !overwrite ? sha256() : null;
+    return new Pending(name, path, out, watch(name, out), digest);
   }
 
   /** A file of this creator being written: t1 through its stream, t2 by {@link #publish()}. */
@@ -96,13 +108,21 @@ final class HadoopFileCreator {
     private final DataNodePlacement.TrackedWrite tracked;
     private final OutputStream stream;
 
+    /** The digest of what was written, on conditional creates; null elsewhere. */
+    private final MessageDigest digest;
+
     private Pending(
-        String name, Path path, FSDataOutputStream out, DataNodePlacement.TrackedWrite tracked) {
+        String name,
+        Path path,
+        FSDataOutputStream out,
+        DataNodePlacement.TrackedWrite tracked,
+        MessageDigest digest) {
       this.name = name;
       this.path = path;
       this.out = out;
       this.tracked = tracked;
-      this.stream = new CloseShieldStream(out, tracked);
+      this.digest = digest;
+      this.stream = new CloseShieldStream(out, tracked, digest);
     }
 
     @Override
@@ -132,7 +152,7 @@ final class HadoopFileCreator {
           }
           throw new RetryableException("Cannot write " + where(name) + ": " + e, e);
         }
-        HadoopFileCreator.this.publish(name, out);
+        HadoopFileCreator.this.publish(name, path, out, digest);
       } finally {
         unwatch(name, tracked);
       }
@@ -290,14 +310,26 @@ final class HadoopFileCreator {
     }
   }
 
-  private void publish(String name, FSDataOutputStream out) {
+  /**
+   * t2: closes {@code out}. On a conditional create ({@code digest} not null) refused because an
+   * object exists (412), the object is read back: if it holds exactly what was written, the create
+   * succeeded. A 5xx answer to a PUT that had landed makes the client (the SDK, S3A) send it again,
+   * and the store refuses the retry with 412; the first PUT was ours. (Another writer's object of
+   * identical content cannot be told from ours; it is the same file.)
+   */
+  private void publish(String name, Path path, FSDataOutputStream out, MessageDigest digest) {
     try {
       out.close();
     } catch (IOException e) {
       if (method == CreateIfAbsent.Method.CONDITIONAL_CREATE
           && CreateIfAbsent.isConditionalCreateRefused(e)) {
-        // 412: an object exists. (Also the answer to an SDK retry of our own PUT that had
-        // succeeded: the caller tells the two apart by content, as for any name taken.)
+        if (digest != null && holdsExactly(name, path, digest.digest(), e)) {
+          LOG.info(
+              "{}: the store refused the create (412) but holds exactly the content written (a"
+                  + " retried request whose first attempt had succeeded): published",
+              where(name));
+          return;
+        }
         throw nameTaken(name, e);
       }
       throw new OutcomeUnknownException(
@@ -307,6 +339,46 @@ final class HadoopFileCreator {
       throw new OutcomeUnknownException(
           "Wrote " + where(name) + " but closing it failed; it may or may not be published: " + e,
           e);
+    }
+  }
+
+  /**
+   * Whether the object at {@code path} has the SHA-256 {@code written}; if it cannot be read, the
+   * outcome is unknown.
+   */
+  private boolean holdsExactly(String name, Path path, byte[] written, IOException refusal) {
+    MessageDigest there = sha256();
+    try (InputStream in = fs.open(path)) {
+      byte[] buffer = new byte[64 * 1024];
+      for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+        there.update(buffer, 0, n);
+      }
+    } catch (java.io.FileNotFoundException gone) {
+      // Refused because the name existed, and deleted since: not ours (we never delete a name
+      // we are still creating).
+      return false;
+    } catch (IOException e) {
+      OutcomeUnknownException unknown =
+          new OutcomeUnknownException(
+              "The store refused to create "
+                  + where(name)
+                  + " because the name exists ("
+                  + refusal
+                  + "), and what is there could not be read to tell whether it is this write"
+                  + " (a retried request whose first attempt succeeded): "
+                  + e,
+              refusal);
+      unknown.addSuppressed(e);
+      throw unknown;
+    }
+    return Arrays.equals(written, there.digest());
+  }
+
+  private static MessageDigest sha256() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("Every Java platform has SHA-256", e);
     }
   }
 
@@ -327,15 +399,32 @@ final class HadoopFileCreator {
   private static final class CloseShieldStream extends FilterOutputStream {
     private final DataNodePlacement.TrackedWrite tracked;
 
-    CloseShieldStream(OutputStream out, DataNodePlacement.TrackedWrite tracked) {
+    /** Digests what is written; null: not digested. */
+    private final MessageDigest digest;
+
+    CloseShieldStream(
+        OutputStream out, DataNodePlacement.TrackedWrite tracked, MessageDigest digest) {
       super(out);
       this.tracked = tracked;
+      this.digest = digest;
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      out.write(b);
+      tracked.wrote(1);
+      if (digest != null) {
+        digest.update((byte) b);
+      }
     }
 
     @Override
     public void write(byte[] b, int off, int len) throws IOException {
       out.write(b, off, len); // FilterOutputStream would write byte by byte
       tracked.wrote(len);
+      if (digest != null) {
+        digest.update(b, off, len);
+      }
     }
 
     @Override

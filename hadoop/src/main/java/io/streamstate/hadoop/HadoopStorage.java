@@ -84,9 +84,10 @@ import org.slf4j.LoggerFactory;
  *       timed out, since the store may have executed it.
  *   <li>{@code close()} fails: the file may or may not be published, {@link
  *       OutcomeUnknownException}; nothing is deleted. Except a conditional create refused at close
- *       (412): {@link FileAlreadyExistsException}. An SDK retry of our own PUT that had succeeded
- *       is refused the same way; as for every {@code FileAlreadyExistsException}, the caller tells
- *       an idempotent retry from a lost race by reading the file back (the commit protocol does).
+ *       (412): the object at the name is read back; if it holds exactly the bytes written (SHA-256
+ *       of what went through the stream), the create succeeded: a 5xx answer to a PUT that had
+ *       landed makes the client send it again, and the store refuses that retry. Else {@link
+ *       FileAlreadyExistsException}; if it cannot be read, {@link OutcomeUnknownException}.
  * </ul>
  *
  * <p>Durability: on streams that declare {@code hsync} (HDFS) the data is synced to the DataNodes'

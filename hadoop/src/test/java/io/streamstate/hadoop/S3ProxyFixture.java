@@ -5,11 +5,13 @@ import static org.awaitility.Awaitility.await;
 import java.io.IOException;
 import java.net.URI;
 import java.time.Duration;
+import java.util.function.UnaryOperator;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.auth.AuthenticationType;
+import org.gaul.s3proxy.blobstore.BlobStore;
 import org.gaul.s3proxy.nio2blob.TransientNio2BlobStore;
 
 /**
@@ -33,11 +35,19 @@ public final class S3ProxyFixture implements AutoCloseable {
   }
 
   public static S3ProxyFixture start() throws Exception {
+    return start(store -> store);
+  }
+
+  /**
+   * A server whose in-memory store is seen through {@code wrap} (a fault-injecting store: {@link
+   * FaultInjectingBlobStore}); the bucket is created before, on the store itself.
+   */
+  public static S3ProxyFixture start(UnaryOperator<BlobStore> wrap) throws Exception {
     TransientNio2BlobStore blobStore = new TransientNio2BlobStore();
     blobStore.createContainer(BUCKET);
     S3Proxy server =
         S3Proxy.builder()
-            .blobStore(blobStore)
+            .blobStore(wrap.apply(blobStore))
             .endpoint(URI.create("http://127.0.0.1:0"))
             .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
             .build();

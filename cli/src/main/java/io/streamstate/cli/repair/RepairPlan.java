@@ -94,7 +94,9 @@ public final class RepairPlan {
         }
         case UNREAD_CHANGELOG -> {
           long age = nowMillis - t.modifiedMillis();
-          if (age < graceMillis) {
+          // Not age >= grace: a store's whole-second time may make the file look older than it is.
+          if (!io.streamstate.core.storage.FileInfo.isSurelyOlderThan(
+              t.modifiedMillis(), nowMillis, graceMillis)) {
             left.add(
                 new Left(
                     f,

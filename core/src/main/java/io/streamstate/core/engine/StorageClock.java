@@ -130,7 +130,7 @@ public final class StorageClock {
    */
   public boolean isOlderThan(FileInfo file, long millis) {
     OptionalLong now = now();
-    return now.isPresent() && now.getAsLong() - file.lastModifiedMillis() >= millis;
+    return now.isPresent() && file.isSurelyOlderThan(now.getAsLong(), millis);
   }
 
   /**

@@ -20,7 +20,9 @@ import java.util.List;
  *   <li><b>Create-if-absent.</b> Of any number of concurrent {@link #create} calls for one name, at
  *       most one succeeds; every other one throws {@link FileAlreadyExistsException}. A name that
  *       exists (even as a torn file left by a crashed writer) can never be created again until it
- *       is deleted.
+ *       is deleted. On stores that check at publish (S3's conditional PUT), a create whose name
+ *       already holds exactly its bytes succeeds: a retry the store refused after the first request
+ *       had landed cannot be told from another writer's identical file, and the file is the same.
  *   <li><b>Read-after-create.</b> Once {@code create} returns, {@link #open} from any process
  *       returns exactly the bytes written, and the file survives a crash of this process or machine
  *       (the implementation's durability point: fsync, hsync, or a completed PUT).

@@ -126,7 +126,8 @@ import org.slf4j.LoggerFactory;
  * <p>Everything but {@code createAtomic} behaves as Spark's {@link
  * FileSystemBasedCheckpointFileManager}, to which it delegates ({@code open}, {@code list}, {@code
  * exists}, {@code delete} recursive and silent on a missing path, {@code isLocal}), except that
- * directories on local disk are made with {@code java.nio}.
+ * directories on local disk are made with {@code java.nio}, and that on object stores {@link #list}
+ * of a directory not found is empty (listings may lag behind writes).
  */
 public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private static final Logger LOG = LoggerFactory.getLogger(RenameFreeCheckpointFileManager.class);
@@ -339,12 +340,35 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   @Override
   public FileStatus[] list(Path path, PathFilter filter) {
     return journaled.withJournaledEntries(
-        path, filter, withoutHedgeCopies(delegate.list(path, filter)));
+        path, filter, withoutHedgeCopies(listDirectory(path, filter)));
   }
 
   @Override
   public FileStatus[] list(Path path) {
-    return journaled.withJournaledEntries(path, p -> true, withoutHedgeCopies(delegate.list(path)));
+    return journaled.withJournaledEntries(
+        path, p -> true, withoutHedgeCopies(listDirectory(path, p -> true)));
+  }
+
+  /**
+   * The delegate's listing; on an object store, a directory not found is listed as empty. There a
+   * directory is only the common prefix of its objects (or a marker object), and a store whose
+   * listings lag behind writes shows one just made (Spark's {@code mkdirs} before its first list)
+   * as absent: an empty listing is the same stale answer as one missing its newest entries, which
+   * Spark's logs already meet with create-if-absent.
+   */
+  private FileStatus[] listDirectory(Path path, PathFilter filter) {
+    try {
+      return delegate.list(path, filter);
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) { // Scala declares nothing: the listing's FileNotFoundException
+      if (e instanceof FileNotFoundException
+          && method == CreateIfAbsent.Method.CONDITIONAL_CREATE) {
+        LOG.debug("Listing {}: not found, taken as empty (object store): {}", path, e.toString());
+        return new FileStatus[0];
+      }
+      throw DirectCreates.sneakyThrow(e);
+    }
   }
 
   /** Hedge copies ({@code .N.hedge}) are never listed: they stand in for {@code N}. */

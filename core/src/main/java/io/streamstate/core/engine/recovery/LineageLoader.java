@@ -186,7 +186,10 @@ public final class LineageLoader {
     Step top;
     if (exact.isPresent()) {
       List<Candidate> copies = listing.copiesOf(version, exact.getAsLong());
-      top = copies.isEmpty() ? null : readCopies(copies, skipped, version);
+      top =
+          copies.isEmpty()
+              ? readUnlisted(version, exact.getAsLong())
+              : readCopies(copies, skipped, version);
       if (top == null && !hasSnapshotOf(listing, version, exact.getAsLong())) {
         if (async != null && listing.candidates(version).isEmpty()) {
           if (mayWaitForOtherUploads && async.awaitOtherInstance()) {
@@ -270,6 +273,14 @@ public final class LineageLoader {
         continue;
       }
       List<Candidate> copies = listing.copiesOf(v, expected);
+      Step unlisted = copies.isEmpty() ? readUnlisted(v, expected) : null;
+      if (unlisted != null) {
+        steps.add(unlisted);
+        expected = unlisted.changelog.parentId();
+        heldBytes += unlisted.changelog.changeCount() * 64L;
+        v--;
+        continue;
+      }
       if (copies.isEmpty()) {
         String missing = FramedFile.location(storage, layout.changelog(v, expected));
         throw new MissingFileException(
@@ -416,6 +427,35 @@ public final class LineageLoader {
     }
     String detail = String.join("; ", failures);
     throw new CorruptFileException(lineageFailure(version, detail, skipped));
+  }
+
+  /**
+   * Commit {@code commitId} of {@code version}, which the listing did not show, read by its
+   * changelog's name (or its hedge copy's); null if neither exists. A commit's id is known before
+   * its file is listed: its child names it as parent, or Spark's commit log names it (format v2);
+   * and listings may lag behind writes (S3-compatible stores) where reads by name do not. Commits
+   * inside segments cannot be found by name: those wait for the listing.
+   */
+  private Step readUnlisted(long version, long commitId) {
+    for (String name :
+        List.of(layout.changelog(version, commitId), layout.hedgeChangelog(version, commitId))) {
+      Candidate c =
+          new Candidate(
+              name,
+              version,
+              commitId,
+              name.endsWith(StoreLayout.HEDGE_CHANGELOG_SUFFIX),
+              Long.MIN_VALUE,
+              false);
+      try {
+        Step step = new Step(c, readCommit(c));
+        LOG.info("Store {}: read {} by name: the listing does not show it yet", storeName, name);
+        return step;
+      } catch (MissingFileException | CorruptFileException e) {
+        // absent (or torn: the listing shows it once it is there, and the walk reports it)
+      }
+    }
+    return null;
   }
 
   /** Reads one candidate commit, from its changelog file or its segment. */

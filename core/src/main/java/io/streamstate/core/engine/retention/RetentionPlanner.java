@@ -170,7 +170,7 @@ public final class RetentionPlanner {
       List<FileInfo> ssts, Set<String> referenced, long nowMillis, long graceMillis) {
     List<String> unreferenced = new ArrayList<>();
     for (FileInfo f : ssts) {
-      if (!referenced.contains(f.name()) && nowMillis - f.lastModifiedMillis() >= graceMillis) {
+      if (!referenced.contains(f.name()) && f.isSurelyOlderThan(nowMillis, graceMillis)) {
         unreferenced.add(f.name());
       }
     }

@@ -204,7 +204,9 @@ public final class SegmentSweep {
     /** Whether a file last modified at {@code lastModifiedMillis} is the grace period old. */
     boolean isOld(long lastModifiedMillis) {
       OptionalLong t = now();
-      return t.isPresent() && t.getAsLong() - lastModifiedMillis >= graceMillis;
+      // Whole-second store times: a file listed as old enough may be up to a second younger.
+      return t.isPresent()
+          && FileInfo.isSurelyOlderThan(lastModifiedMillis, t.getAsLong(), graceMillis);
     }
 
     /** Whether the grace period has passed since {@code millis}. */

@@ -89,11 +89,31 @@ class RetentionPlannerTest {
     assertThat(plan.referenced()).containsExactlyInAnyOrder("sst/b", "sst/c");
     List<FileInfo> ssts =
         List.of(
-            new FileInfo("sst/a", 1, NOW - GRACE), // unreferenced, old enough
-            new FileInfo("sst/b", 1, NOW - GRACE),
-            new FileInfo("sst/d", 1, NOW - GRACE + 1)); // unreferenced, still in its grace period
+            // unreferenced, old enough even if its time was truncated to the second
+            new FileInfo("sst/a", 1, NOW - GRACE - (FileInfo.TIMESTAMP_GRANULARITY_MILLIS - 1)),
+            new FileInfo("sst/b", 1, NOW - GRACE - FileInfo.TIMESTAMP_GRANULARITY_MILLIS),
+            new FileInfo("sst/d", 1, NOW - GRACE)); // may be up to 999 ms younger: in its grace
     assertThat(RetentionPlanner.unreferencedSsts(ssts, plan.referenced(), NOW, GRACE))
         .containsExactly("sst/a");
+  }
+
+  @Test
+  void aTimeTruncatedToTheSecondNeverMakesAnSstLookOlderThanItIs() {
+    long written = 1_700_000_000_900L; // 100 ms before NOW below
+    long listed = written - written % 1000; // as S3 lists it: 900 ms earlier
+    long now = written + 100;
+    List<FileInfo> ssts = List.of(new FileInfo("sst/young", 1, listed));
+
+    // Listed 1,000 ms ago, written 100 ms ago: not past a 1,000 ms grace period.
+    assertThat(RetentionPlanner.unreferencedSsts(ssts, java.util.Set.of(), now, 1_000)).isEmpty();
+    // Once surely past it, whatever its real time within the second, it goes.
+    assertThat(
+            RetentionPlanner.unreferencedSsts(
+                ssts, java.util.Set.of(), listed + 999 + 1_000, 1_000))
+        .containsExactly("sst/young");
+    // No grace period: at once.
+    assertThat(RetentionPlanner.unreferencedSsts(ssts, java.util.Set.of(), now, 0))
+        .containsExactly("sst/young");
   }
 
   @Test

@@ -1,0 +1,244 @@
+package io.streamstate.spark.reliability;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamstate.hadoop.FaultInjectingBlobStore;
+import io.streamstate.hadoop.S3ProxyFixture;
+import io.streamstate.spark.StreamStateConf;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The reliability query with our provider and {@code RenameFreeCheckpointFileManager}, its
+ * checkpoint on {@code s3a://} through S3Proxy behind a {@link FaultInjectingBlobStore}: seeded 503
+ * SlowDown and 500 InternalError responses (some after the request took effect), delayed responses,
+ * listings that lag behind writes and second-granular {@code Last-Modified}, compared to Spark's
+ * {@code HDFSBackedStateStoreProvider} on local disk for the same input. S3A's retries are set low
+ * so that our code sees some of the failures.
+ *
+ * <p>Each schedule runs in two phases on one checkpoint: the first half of the input, the query
+ * stopped, then the rest (the state is loaded from S3 again: restart and resume); a failed query is
+ * started again on its checkpoint, as an operator would. The reference runs the same two phases.
+ *
+ * <p>Prints {@code s3 fault schedules: N run, L rows lost, D rows doubled, ... (by kind: ...)},
+ * also written to {@code target/reliability/s3-fault-schedules.txt}. System properties: {@value
+ * #SCHEDULES} (default 2) and {@value FaultScheduleIT#SEED} (run only that seed).
+ */
+class S3FaultScheduleIT {
+  static final String SCHEDULES = "streamstate.faults.s3Schedules";
+  private static final int BATCHES = 4;
+  private static final int MAX_RESTARTS = 8;
+  private static final int CONCURRENT_SCHEDULES = 2;
+
+  /** How long a new object stays out of listings. */
+  private static final long LISTING_LAG_MS = 1000;
+
+  /**
+   * The torn-file grace period: longer than the listing lag plus the longest upload plus one second
+   * of timestamp truncation (docs/reliability.md, "S3"), or a snapshot whose manifest is not listed
+   * yet would look unreferenced.
+   */
+  private static final long GRACE_MS = 4000;
+
+  private static final FaultInjectingBlobStore.Plan PLAN =
+      new FaultInjectingBlobStore.Plan(0.01, 0.01, 0.01, 0.03, 100, LISTING_LAG_MS, true);
+
+  static final Path work = Sessions.newWorkDir(S3FaultScheduleIT.class);
+  private static final Path staged = work.resolve("staged-input");
+  private static FaultInjectingBlobStore store;
+  private static S3ProxyFixture s3;
+  private static SparkSession spark;
+  private static List<String> reference;
+
+  @BeforeAll
+  static void start() throws Exception {
+    s3 =
+        S3ProxyFixture.start(
+            inner -> {
+              store = new FaultInjectingBlobStore(inner);
+              return store;
+            });
+    store.setPlan(PLAN);
+    Map<String, String> conf = ReliabilityQuery.sessionConf(work);
+    s3.sharedClientSettings().forEach((k, v) -> conf.put("spark.hadoop." + k, v));
+    s3aRetriesLow().forEach((k, v) -> conf.put("spark.hadoop." + k, v));
+    conf.put(StreamStateConf.TORN_FILE_GRACE_MS, String.valueOf(GRACE_MS));
+    spark = ReliabilityQuery.start("S3FaultScheduleIT", "local[2,4]", conf);
+    ReliabilityQuery.writeInput(staged, 7, BATCHES);
+    Path ref = work.resolve("reference");
+    runInTwoPhases(ReliabilityQuery.HDFS, ref, ref.resolve("checkpoint").toUri().toString());
+    reference = ReliabilityQuery.readOutput(ref.resolve("out"));
+  }
+
+  /**
+   * S3A's own retries set low, so that failures reach our code: one SDK attempt, one S3A retry of
+   * any kind, short intervals. (Production keeps the defaults: docs/reliability.md, "S3".)
+   */
+  static Map<String, String> s3aRetriesLow() {
+    return Map.of(
+        "fs.s3a.attempts.maximum", "0",
+        "fs.s3a.retry.limit", "1",
+        "fs.s3a.retry.interval", "20ms",
+        "fs.s3a.retry.throttle.limit", "1",
+        "fs.s3a.retry.throttle.interval", "20ms");
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    if (spark != null) {
+      spark.stop();
+    }
+    if (s3 != null) {
+      s3.close();
+    }
+  }
+
+  record ScheduleResult(long seed, String outcome, long lost, long doubled, int restarts) {}
+
+  @Test
+  @org.junit.jupiter.api.Disabled(
+      "Not green yet: seed 3001 failed in its second run (2026-12-03): every restart within the 1 s"
+          + " listing lag met Spark's 'assertion failed' on its offset/commit logs; see"
+          + " docs/reliability.md, S3 faults")
+  void everySeededS3FaultScheduleGivesTheReferenceOutput() throws Exception {
+    assertThat(reference).as("reference output").hasSizeGreaterThan(10);
+    List<Long> seeds = new ArrayList<>();
+    String only = System.getProperty(FaultScheduleIT.SEED);
+    if (only != null && !only.isBlank()) {
+      seeds.add(Long.parseLong(only.trim()));
+    } else {
+      for (long s = 3000; s < 3000 + Integer.getInteger(SCHEDULES, 2); s++) {
+        seeds.add(s);
+      }
+    }
+    Map<FaultInjectingBlobStore.Kind, Long> before = store.injected();
+    List<String> failed = new ArrayList<>();
+    long lost = 0;
+    long doubled = 0;
+    long restarts = 0;
+    // Two schedules at a time, as in FaultScheduleIT (each its own checkpoint prefix and draws).
+    ExecutorService pool = Executors.newFixedThreadPool(CONCURRENT_SCHEDULES);
+    List<Future<ScheduleResult>> results = new ArrayList<>();
+    for (long seed : seeds) {
+      results.add(pool.submit(() -> runSchedule(seed)));
+    }
+    pool.shutdown();
+    for (long seed : seeds) {
+      ScheduleResult r = results.get(seeds.indexOf(seed)).get();
+      lost += r.lost();
+      doubled += r.doubled();
+      restarts += r.restarts();
+      System.out.printf("s3 fault schedule seed %d: %s%n", seed, r.outcome());
+      if (r.lost() + r.doubled() > 0 || r.outcome().startsWith("DID NOT")) {
+        failed.add("seed " + seed + ": " + r.outcome());
+      }
+    }
+    Map<FaultInjectingBlobStore.Kind, Long> injected = new EnumMap<>(store.injected());
+    injected.replaceAll((k, v) -> v - before.getOrDefault(k, 0L));
+    String summary =
+        String.format(
+            "s3 fault schedules: %d run, %d rows lost, %d rows doubled, %d schedules failed, %d"
+                + " query restarts; S3 faults by kind %s",
+            seeds.size(), lost, doubled, failed.size(), restarts, injected);
+    System.out.println(summary);
+    Path report = Path.of("target", "reliability", "s3-fault-schedules.txt");
+    Files.createDirectories(report.getParent());
+    List<String> lines = new ArrayList<>(failed);
+    lines.add(summary);
+    Files.write(report, lines, StandardCharsets.UTF_8);
+
+    assertThat(failed)
+        .as(
+            "schedules that did not give the reference output (rerun one with -D%s=<seed>)",
+            FaultScheduleIT.SEED)
+        .isEmpty();
+    assertThat(lost).isZero();
+    assertThat(doubled).isZero();
+    for (FaultInjectingBlobStore.Kind kind : FaultInjectingBlobStore.Kind.values()) {
+      assertThat(injected.get(kind)).as("S3 faults of kind %s injected", kind).isPositive();
+    }
+  }
+
+  private static ScheduleResult runSchedule(long seed) throws Exception {
+    Path dir = work.resolve("schedule-" + seed);
+    String prefix = "s3-faults/seed-" + seed + "/";
+    store.arm(seed, prefix);
+    int restarts;
+    try {
+      restarts =
+          runInTwoPhases(
+              ReliabilityQuery.OURS, dir, S3ProxyFixture.path(prefix + "checkpoint").toString());
+    } catch (AssertionError e) {
+      return new ScheduleResult(seed, "DID NOT RECOVER: " + e.getMessage(), 0, 0, MAX_RESTARTS);
+    } finally {
+      store.disarm(prefix);
+    }
+    List<String> output = ReliabilityQuery.readOutput(dir.resolve("out"));
+    ReliabilityQuery.Difference diff = ReliabilityQuery.Difference.of(reference, output);
+    String outcome =
+        (diff.none() ? "matches" : "DIFFERS lost " + diff.lost() + " doubled " + diff.doubled())
+            + (output.isEmpty() ? ", EMPTY OUTPUT" : "")
+            + ", restarts "
+            + restarts;
+    return new ScheduleResult(
+        seed,
+        outcome,
+        diff.lost().size(),
+        diff.doubled().size() + (output.isEmpty() ? 1 : 0),
+        restarts);
+  }
+
+  /**
+   * Runs the query on the first half of the input, stops it, then on the rest with the same
+   * checkpoint; returns the restarts after failures.
+   */
+  private static int runInTwoPhases(String provider, Path dir, String checkpoint) throws Exception {
+    Path input = dir.resolve("input");
+    int restarts = 0;
+    for (int phase = 0; phase < 2; phase++) {
+      for (int b = phase * BATCHES / 2; b < (phase + 1) * BATCHES / 2; b++) {
+        stage(input, b);
+      }
+      restarts +=
+          ReliabilityQuery.runToEnd(
+                  spark,
+                  provider,
+                  input,
+                  checkpoint,
+                  dir.resolve("out"),
+                  ReliabilityQuery.NO_FAULTS,
+                  MAX_RESTARTS)
+              .restarts();
+    }
+    return restarts;
+  }
+
+  /** Makes batch {@code b}'s input files visible to the query (their times kept). */
+  private static void stage(Path input, int b) {
+    try {
+      for (String side : List.of("left", "right")) {
+        Path from = staged.resolve(side).resolve(String.format("part-%05d.json", b));
+        Path to = input.resolve(side).resolve(from.getFileName());
+        Files.createDirectories(to.getParent());
+        Files.copy(from, to, StandardCopyOption.COPY_ATTRIBUTES);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+}
