@@ -12,6 +12,7 @@ import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.retention.SegmentSweep;
 import io.streamstate.core.engine.segment.SegmentCatalog;
 import io.streamstate.core.storage.ContentWriter;
+import io.streamstate.core.storage.FileInfo;
 import io.streamstate.core.storage.Storage;
 import io.streamstate.testkit.FaultInjectingStorage;
 import io.streamstate.testkit.InMemoryStorage;
@@ -127,8 +128,10 @@ class ClockSkewRetentionTest {
     assertThat(durable.names()).contains(inFlight);
     assertSkewMeasured(durable, storageAhead.get());
 
-    // Its writer crashed: once the grace period has passed in storage time, it goes.
-    passed.addAndGet(GRACE + 1);
+    // Its writer crashed: once the grace period has surely passed in storage time (whole-second
+    // store
+    // times count from the end of their second), it goes.
+    passed.addAndGet(GRACE + FileInfo.TIMESTAMP_GRANULARITY_MILLIS);
     assertThat(sweep.sweep(options())).isEqualTo(1);
     assertThat(durable.names()).doesNotContain(inFlight);
   }
@@ -156,7 +159,7 @@ class ClockSkewRetentionTest {
       }
 
       // The snapshot never published: in storage time the grace period passes, and it goes.
-      passed.addAndGet(GRACE + 1);
+      passed.addAndGet(GRACE + FileInfo.TIMESTAMP_GRANULARITY_MILLIS);
       while (durable.names().contains(inFlight) && v < 24) {
         commit(store, ++v);
         store.maintain();
