@@ -4,7 +4,6 @@ import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.hadoop.ExclusiveCreateLocalFileSystem;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.io.OutputStream;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
@@ -29,26 +28,7 @@ public class FaultInjectingFileSystem extends ExclusiveCreateLocalFileSystem {
   }
 
   private FaultPlan.StorageFault before(FaultPlan.Op op, Path f) throws IOException {
-    String local = toLocal(f).toString();
-    FaultPlan plan = FaultPlan.forPath(local);
-    FaultPlan.StorageFault fault = plan == null ? null : plan.onCall(op, local);
-    if (fault == null) {
-      return null;
-    }
-    switch (fault.kind()) {
-      case ERROR_BEFORE:
-        throw new IOException("Injected fault " + fault + " before " + op + " " + local);
-      case STALL:
-        try {
-          Thread.sleep(FaultPlan.STALL_MILLIS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new InterruptedIOException("interrupted in an injected stall");
-        }
-        return null;
-      default:
-        return fault;
-    }
+    return FaultPlan.beforeCall(op, toLocal(f).toString());
   }
 
   private static IOException after(FaultPlan.StorageFault fault, FaultPlan.Op op, Path f) {

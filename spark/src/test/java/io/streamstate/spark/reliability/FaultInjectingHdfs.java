@@ -4,7 +4,6 @@ import io.streamstate.core.format.LogJournalFile;
 import io.streamstate.hadoop.SupportsDataNodePipelines;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -54,26 +53,7 @@ public class FaultInjectingHdfs extends DistributedFileSystem implements Support
   public static final String SCHEME = "faulthdfs";
 
   private FaultPlan.StorageFault before(FaultPlan.Op op, Path f) throws IOException {
-    String path = f.toUri().getPath();
-    FaultPlan plan = FaultPlan.forPath(path);
-    FaultPlan.StorageFault fault = plan == null ? null : plan.onCall(op, path);
-    if (fault == null) {
-      return null;
-    }
-    switch (fault.kind()) {
-      case ERROR_BEFORE:
-        throw new IOException("Injected fault " + fault + " before " + op + " " + f);
-      case STALL:
-        try {
-          Thread.sleep(FaultPlan.STALL_MILLIS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new InterruptedIOException("interrupted in an injected stall");
-        }
-        return null;
-      default:
-        return fault;
-    }
+    return FaultPlan.beforeCall(op, f.toUri().getPath());
   }
 
   private static IOException after(FaultPlan.StorageFault fault, FaultPlan.Op op, Path f) {

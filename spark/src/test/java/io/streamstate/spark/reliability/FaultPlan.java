@@ -1,5 +1,7 @@
 package io.streamstate.spark.reliability;
 
+import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -243,6 +245,33 @@ final class FaultPlan {
   static void uninstall(FaultPlan plan) {
     ACTIVE_BY_ROOT.remove(plan.root, plan);
     ACTIVE_BY_SEED.remove(plan.seed, plan);
+  }
+
+  /**
+   * What a fault-injecting file system does before {@code op} on {@code path}: throws the
+   * schedule's error-before fault, sleeps through a stall, and returns a fault to apply after the
+   * call (null: none). The one copy of this rule for {@code faultfs} and {@code faulthdfs}.
+   */
+  static StorageFault beforeCall(Op op, String path) throws IOException {
+    FaultPlan plan = forPath(path);
+    StorageFault fault = plan == null ? null : plan.onCall(op, path);
+    if (fault == null) {
+      return null;
+    }
+    switch (fault.kind()) {
+      case ERROR_BEFORE:
+        throw new IOException("Injected fault " + fault + " before " + op + " " + path);
+      case STALL:
+        try {
+          Thread.sleep(STALL_MILLIS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new InterruptedIOException("interrupted in an injected stall");
+        }
+        return null;
+      default:
+        return fault;
+    }
   }
 
   /** The plan in force for a local path, or null. */
