@@ -4,9 +4,6 @@ import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.format.Changelog;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -95,6 +92,9 @@ public final class StateTransaction implements AutoCloseable {
         return null;
       }
     }
+    if (!db.mightContain(family, key)) {
+      return null; // cheaper to ask again than to remember
+    }
     byte[] committed = db.get(family, key);
     remember(family, key, committed != null);
     return committed;
@@ -129,6 +129,9 @@ public final class StateTransaction implements AutoCloseable {
       // An iterator just returned this key from the committed state (Spark deletes expired
       // entries while iterating over them): it exists, no need to read it again.
       return true;
+    }
+    if (!db.mightContain(family, key)) {
+      return false;
     }
     Map<RememberedKey, Boolean> known = committedExistence.get(family);
     Boolean exists = known == null ? null : known.get(new RememberedKey(key));
@@ -184,38 +187,11 @@ public final class StateTransaction implements AutoCloseable {
       this.hash = hash(bytes);
     }
 
-    /**
-     * A well-mixed hash of the bytes, 8 at a time. {@code Arrays.hashCode} (and {@code
-     * ByteBuffer}'s) is a base-31 polynomial: state keys made of fixed-width numbers (Spark's
-     * UnsafeRow) collide often under it (a +1 in one byte and -31 in the next cancel out), and the
-     * map's buckets degrade to trees.
-     */
+    /** {@link ByteKeys#hash64}: state keys collide often under {@code Arrays.hashCode}. */
     private static int hash(byte[] b) {
-      long h = 0x9E3779B97F4A7C15L ^ b.length;
-      int i = 0;
-      for (; i + 8 <= b.length; i += 8) {
-        h = mix(h ^ (long) LONGS.get(b, i));
-      }
-      long tail = 0;
-      for (; i < b.length; i++) {
-        tail = (tail << 8) | (b[i] & 0xFF);
-      }
-      h = mix(h ^ tail);
+      long h = ByteKeys.hash64(b);
       return (int) (h ^ (h >>> 32));
     }
-
-    /** The finalizer of MurmurHash3 (fmix64). */
-    private static long mix(long h) {
-      h ^= h >>> 33;
-      h *= 0xFF51AFD7ED558CCDL;
-      h ^= h >>> 33;
-      h *= 0xC4CEB93FE1A85EC3L;
-      h ^= h >>> 33;
-      return h;
-    }
-
-    private static final VarHandle LONGS =
-        MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     @Override
     public int hashCode() {

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -60,6 +61,18 @@ public final class LocalDb implements AutoCloseable {
 
   /** Per family, a key no live key is smaller than (see {@link #newIterator}); absent: unknown. */
   private final Map<String, byte[]> liveLowerBounds = new ConcurrentHashMap<>();
+
+  /**
+   * Per family, a filter holding every live key, so that reads that miss skip RocksDB; absent:
+   * unknown (an instance restored from files has none until a full scan builds one).
+   */
+  private final Map<String, LiveKeyFilter> liveKeyFilters = new ConcurrentHashMap<>();
+
+  /** Room for keys in the filter of a family that starts empty, before a scan sizes it. */
+  private static final int NEW_FAMILY_FILTER_KEYS = 16_384;
+
+  /** Counts {@link #apply} calls: a scan that saw them all unchanged may build a filter. */
+  private volatile long applies;
 
   private boolean closed;
 
@@ -129,6 +142,7 @@ public final class LocalDb implements AutoCloseable {
     this.writeOptions = new WriteOptions().setDisableWAL(true);
     this.writeBufferBytes = budget.writeBufferBytes();
     this.readOptions = new ReadOptions();
+    boolean fresh = !Files.exists(dir.resolve("CURRENT"));
     List<String> names = existingFamilies(dir);
     List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
     for (String name : names) {
@@ -155,6 +169,9 @@ public final class LocalDb implements AutoCloseable {
     }
     for (int i = 0; i < names.size(); i++) {
       families.put(names.get(i), handles.get(i));
+    }
+    if (fresh) {
+      liveKeyFilters.put(DEFAULT_FAMILY, LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
     }
     openDatabases.add(this);
   }
@@ -218,7 +235,7 @@ public final class LocalDb implements AutoCloseable {
   public byte[] get(String family, byte[] key) {
     checkOpen();
     ColumnFamilyHandle handle = families.get(family);
-    if (handle == null) {
+    if (handle == null || surelyAbsent(family, key)) {
       return null;
     }
     try {
@@ -232,7 +249,7 @@ public final class LocalDb implements AutoCloseable {
   public boolean exists(String family, byte[] key) {
     checkOpen();
     ColumnFamilyHandle handle = families.get(family);
-    if (handle == null) {
+    if (handle == null || surelyAbsent(family, key)) {
       return false;
     }
     try {
@@ -245,6 +262,26 @@ public final class LocalDb implements AutoCloseable {
   }
 
   /**
+   * False when {@code key} is surely not in the family (its live-key filter rules it out, in the
+   * heap, without a call into RocksDB); true when it may be.
+   */
+  public boolean mightContain(String family, byte[] key) {
+    checkOpen();
+    return !surelyAbsent(family, key);
+  }
+
+  /** Whether the family's live-key filter rules {@code key} out. */
+  private boolean surelyAbsent(String family, byte[] key) {
+    LiveKeyFilter filter = liveKeyFilters.get(family);
+    return filter != null && !filter.mightContain(key);
+  }
+
+  /** Whether {@code family} has a live-key filter now (tests). */
+  boolean hasLiveKeyFilter(String family) {
+    return liveKeyFilters.containsKey(family);
+  }
+
+  /**
    * An iterator over a family positioned at the first key {@code >= from} (null: the first key);
    * null if the family does not exist.
    *
@@ -254,6 +291,9 @@ public final class LocalDb implements AutoCloseable {
    * So the instance remembers, per family, a key below which nothing live exists (the first key the
    * last scan from the start found, lowered by every later put of a smaller key) and seeks there
    * instead: the index skips the tombstones below it.
+   *
+   * <p>An iterator from the start that reaches the end has seen every live key: it leaves a new
+   * live-key filter for the family behind, unless the instance changed meanwhile.
    */
   public Cursor newIterator(String family, byte[] from) {
     checkOpen();
@@ -275,7 +315,41 @@ public final class LocalDb implements AutoCloseable {
       // Nothing live below where the scan started, and this is the first key at or above it.
       liveLowerBounds.put(family, it.key());
     }
-    return new Cursor(it);
+    Cursor cursor = new Cursor(it, fromNothingBelow ? new FilterBuild(family, applies) : null);
+    cursor.finishIfAtEnd();
+    return cursor;
+  }
+
+  /** The keys a scan from a family's start has passed, hashed, for a new live-key filter. */
+  private final class FilterBuild {
+    private final String family;
+    private final long appliesAtStart;
+    private long[] hashes = new long[1024];
+    private int count;
+
+    FilterBuild(String family, long appliesAtStart) {
+      this.family = family;
+      this.appliesAtStart = appliesAtStart;
+    }
+
+    /** False once the family has too many keys for a filter: stop hashing. */
+    boolean add(byte[] key) {
+      if (count == hashes.length) {
+        if (count >= LiveKeyFilter.MAX_KEYS) {
+          return false;
+        }
+        hashes = Arrays.copyOf(hashes, count * 2);
+      }
+      hashes[count++] = ByteKeys.hash64(key);
+      return true;
+    }
+
+    /** The scan reached the end: every live key was added, unless an apply ran meanwhile. */
+    void finish() {
+      if (!closed && applies == appliesAtStart && families.containsKey(family)) {
+        liveKeyFilters.put(family, LiveKeyFilter.of(hashes, count));
+      }
+    }
   }
 
   /**
@@ -285,16 +359,27 @@ public final class LocalDb implements AutoCloseable {
   public static final class Cursor implements AutoCloseable {
     private final RocksIterator it;
 
-    private Cursor(RocksIterator it) {
+    /** Set while the cursor scans from the family's start, hashing each key it passes. */
+    private FilterBuild filterBuild;
+
+    /** The key at the current position once read (each read is a copy out of native memory). */
+    private byte[] key;
+
+    private Cursor(RocksIterator it, FilterBuild filterBuild) {
       this.it = it;
+      this.filterBuild = filterBuild;
     }
 
     public boolean isValid() {
       return it.isValid();
     }
 
+    /** The current key; the same array until {@link #next}, so hand it out once. */
     public byte[] key() {
-      return it.key();
+      if (key == null) {
+        key = it.key();
+      }
+      return key;
     }
 
     public byte[] value() {
@@ -302,7 +387,19 @@ public final class LocalDb implements AutoCloseable {
     }
 
     public void next() {
+      if (filterBuild != null && !filterBuild.add(key())) {
+        filterBuild = null;
+      }
+      key = null;
       it.next();
+      finishIfAtEnd();
+    }
+
+    private void finishIfAtEnd() {
+      if (filterBuild != null && !it.isValid()) {
+        filterBuild.finish();
+        filterBuild = null;
+      }
     }
 
     @Override
@@ -317,6 +414,7 @@ public final class LocalDb implements AutoCloseable {
    */
   public void apply(Changelog changelog) {
     checkOpen();
+    applies++; // before any change: a scan running now builds no filter
     try {
       for (Changelog.FamilyOp op : changelog.familyOps()) {
         liveLowerBounds.remove(op.family());
@@ -326,8 +424,10 @@ public final class LocalDb implements AutoCloseable {
                 op.family(),
                 db.createColumnFamily(
                     new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
+            liveKeyFilters.put(op.family(), LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
           }
         } else {
+          liveKeyFilters.remove(op.family());
           ColumnFamilyHandle handle = families.remove(op.family());
           if (handle != null) {
             db.dropColumnFamily(handle);
@@ -352,6 +452,7 @@ public final class LocalDb implements AutoCloseable {
         }
         int id = handle.getID();
         byte[] bound = liveLowerBounds.get(fc.family());
+        LiveKeyFilter filter = liveKeyFilters.get(fc.family());
         for (Changelog.Change c : fc.changes()) {
           if (batch.bytes() >= writeBufferBytes) {
             // A batch goes into one memtable whole, and memtables are charged to the memory
@@ -367,6 +468,9 @@ public final class LocalDb implements AutoCloseable {
             batch.delete(id, c.key());
           } else {
             batch.put(id, c.key(), c.value());
+            if (filter != null) {
+              filter.add(c.key());
+            }
             if (bound != null && ByteKeys.ORDER.compare(c.key(), bound) < 0) {
               bound = c.key().clone();
             }
@@ -374,6 +478,9 @@ public final class LocalDb implements AutoCloseable {
         }
         if (bound != null) {
           liveLowerBounds.put(fc.family(), bound);
+        }
+        if (filter != null && filter.saturated()) {
+          liveKeyFilters.remove(fc.family()); // until a scan builds a larger one
         }
       }
       write(batch);

@@ -1,0 +1,219 @@
+package io.streamstate.core.engine.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.Changelog;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.function.IntPredicate;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The live-key filter answers misses without RocksDB, so a key it wrongly rules out would read as
+ * absent: every case here reads back every key it wrote, with the filter in place, and checks when
+ * a filter exists at all (a fresh instance, after a full scan) and when it must not (restored
+ * files, a partial scan, a scan that an apply overtook).
+ */
+class LiveKeyFilterTest {
+  @TempDir Path tmp;
+  private ProcessResources resources;
+  private RocksDbMemoryBudget budget;
+
+  @BeforeEach
+  void setUp() {
+    resources = new ProcessResources("test");
+    budget = new RocksDbMemoryBudget(16L << 20);
+  }
+
+  @AfterEach
+  void tearDown() {
+    budget.close();
+    resources.close();
+  }
+
+  private LocalDb open(String dir) {
+    return LocalDb.open(
+        "s", tmp.resolve(dir), budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+  }
+
+  private static byte[] key(int i) {
+    return ByteBuffer.allocate(12).putInt(3).putLong(i).array();
+  }
+
+  private static Changelog puts(long version, int from, int to, IntPredicate deleted) {
+    List<Changelog.Change> changes = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      changes.add(new Changelog.Change(key(i), deleted.test(i) ? null : key(i)));
+    }
+    return new Changelog(
+        version,
+        version,
+        version - 1,
+        List.of(),
+        List.of(new Changelog.FamilyChanges(LocalDb.DEFAULT_FAMILY, changes)));
+  }
+
+  /** Keys {@code [0, to)} read back: the live ones present, the others absent. */
+  private static void assertReads(LocalDb db, int to, IntPredicate live) {
+    for (int i = 0; i < to + 100; i++) {
+      boolean expected = i < to && live.test(i);
+      assertThat(db.exists(LocalDb.DEFAULT_FAMILY, key(i))).as("exists %d", i).isEqualTo(expected);
+      assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(i)))
+          .as("get %d", i)
+          .isEqualTo(expected ? key(i) : null);
+    }
+  }
+
+  private static void scanToEnd(LocalDb db) {
+    try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, null)) {
+      while (c.isValid()) {
+        c.key();
+        c.next();
+      }
+    }
+  }
+
+  @Test
+  void noKeyAddedIsRuledOutAndFewAbsentOnesPass() {
+    LiveKeyFilter filter = LiveKeyFilter.withCapacity(100_000);
+    Random random = new Random(7);
+    List<byte[]> added = new ArrayList<>();
+    for (int i = 0; i < 100_000; i++) {
+      byte[] k = new byte[1 + random.nextInt(60)];
+      random.nextBytes(k);
+      added.add(k);
+      filter.add(k);
+    }
+    for (byte[] k : added) {
+      assertThat(filter.mightContain(k)).isTrue();
+    }
+    int falsePositives = 0;
+    for (int i = 0; i < 100_000; i++) {
+      if (filter.mightContain(key(i))) {
+        falsePositives++;
+      }
+    }
+    assertThat(falsePositives).as("false positives in 100,000").isLessThan(3_000);
+    assertThat(filter.saturated()).isFalse();
+  }
+
+  @Test
+  void aFreshInstanceFiltersFromTheStartAndKeepsEveryPut() {
+    LocalDb db = open("fresh");
+    try {
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      db.apply(puts(1, 0, 5_000, i -> false));
+      db.apply(puts(2, 0, 5_000, i -> i % 4 == 0)); // deleted keys may stay in the filter
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      assertReads(db, 5_000, i -> i % 4 != 0);
+    } finally {
+      db.close();
+    }
+  }
+
+  @Test
+  void aFilterFilledFarPastItsRoomIsDroppedAndReadsStillFindEveryKey() {
+    LocalDb db = open("full");
+    try {
+      db.apply(puts(1, 0, 60_000, i -> false)); // room for 16,384 keys
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isFalse();
+      assertReads(db, 60_000, i -> true);
+      scanToEnd(db);
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      assertReads(db, 60_000, i -> true);
+    } finally {
+      db.close();
+    }
+  }
+
+  @Test
+  void restoredFilesHaveNoFilterUntilAFullScanBuildsOne() {
+    LocalDb db = open("restored");
+    db.apply(puts(1, 0, 3_000, i -> i % 5 == 0));
+    db.close();
+    db = open("restored");
+    try {
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isFalse();
+      try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, null)) {
+        for (int i = 0; i < 100 && c.isValid(); i++) {
+          c.next(); // stopped early: not every key was seen
+        }
+      }
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isFalse();
+      try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, key(1_000))) {
+        while (c.isValid()) {
+          c.next(); // to the end, but not from the start
+        }
+      }
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isFalse();
+      scanToEnd(db);
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      assertReads(db, 3_000, i -> i % 5 != 0);
+      db.apply(puts(2, 3_000, 4_000, i -> false)); // after the scan: added to its filter
+      assertReads(db, 4_000, i -> i >= 3_000 || i % 5 != 0);
+    } finally {
+      db.close();
+    }
+  }
+
+  @Test
+  void aScanThatAnApplyOvertookBuildsNoFilter() {
+    LocalDb db = open("overtaken");
+    db.apply(puts(1, 0, 2_000, i -> false));
+    db.close();
+    db = open("overtaken");
+    try {
+      try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, null)) {
+        c.next();
+        // The cursor reads the instance as it was when created: it will not see these keys.
+        db.apply(puts(2, 2_000, 3_000, i -> false));
+        while (c.isValid()) {
+          c.next();
+        }
+      }
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isFalse();
+      assertReads(db, 3_000, i -> true);
+    } finally {
+      db.close();
+    }
+  }
+
+  @Test
+  void aCreatedFamilyStartsFilteredAndADroppedOneLosesItsFilter() {
+    LocalDb db = open("families");
+    try {
+      List<Changelog.Change> changes = new ArrayList<>();
+      for (int i = 0; i < 500; i++) {
+        changes.add(new Changelog.Change(key(i), key(i)));
+      }
+      db.apply(
+          new Changelog(
+              1,
+              1,
+              0,
+              List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "f")),
+              List.of(new Changelog.FamilyChanges("f", changes))));
+      assertThat(db.hasLiveKeyFilter("f")).isTrue();
+      for (int i = 0; i < 600; i++) {
+        assertThat(db.exists("f", key(i))).as("key %d", i).isEqualTo(i < 500);
+      }
+      db.apply(
+          new Changelog(
+              2,
+              2,
+              1,
+              List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.DROP, "f")),
+              List.of()));
+      assertThat(db.hasLiveKeyFilter("f")).isFalse();
+    } finally {
+      db.close();
+    }
+  }
+}
