@@ -5,7 +5,6 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.NoSuchElementException;
 import java.util.function.Consumer;
-import java.util.function.IntSupplier;
 
 /**
  * Iterates the committed entries of a column family (a {@link LocalDb.Cursor}) merged with a
@@ -22,7 +21,7 @@ import java.util.function.IntSupplier;
 final class MergingIterator implements CloseableIterator<KeyValue> {
   private final LocalDb.Cursor base;
   private final NavigableMap<byte[], byte[]> overlay;
-  private final IntSupplier overlayModifications;
+  private final Overlay changes;
   private final byte[] endExclusive;
   private final Consumer<byte[]> committedKeys;
 
@@ -41,20 +40,20 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   /**
    * @param base positioned at the first key to return, or null when there is no committed data
    * @param overlay the overlay's entries from the same start (a live view), possibly empty
-   * @param overlayModifications the overlay's change count: a cached position is valid while it
-   *     stays the same
+   * @param changes the overlay's owner: its change count and newest changed key tell whether a
+   *     cached position is still valid
    * @param endExclusive where to stop, or null for no bound
    * @param committedKeys told each key returned from the committed entries, before it is returned
    */
   MergingIterator(
       LocalDb.Cursor base,
       NavigableMap<byte[], byte[]> overlay,
-      IntSupplier overlayModifications,
+      Overlay changes,
       byte[] endExclusive,
       Consumer<byte[]> committedKeys) {
     this.base = base;
     this.overlay = overlay;
-    this.overlayModifications = overlayModifications;
+    this.changes = changes;
     this.endExclusive = endExclusive;
     this.committedKeys = committedKeys;
     if (baseKey() == null && !anyLiveChange()) {
@@ -131,11 +130,19 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   /**
    * The overlay's first entry after {@link #position}: looked up again only after the overlay
-   * changed or the position moved past it, so an iteration that changes nothing looks up each
-   * overlay entry once (a {@code higherEntry}, O(log n), where a map iterator takes one step).
+   * changed after the position or the position moved past it, so an iteration that changes nothing,
+   * or only the key it just returned (Spark's eviction), looks up each overlay entry once (a {@code
+   * higherEntry}, O(log n), where a map iterator takes one step).
    */
   private Map.Entry<byte[], byte[]> overlayHead() {
-    int modifications = overlayModifications.getAsInt();
+    int modifications = changes.modifications();
+    if (overlayHeadKnown
+        && modifications == overlayHeadAtModification + 1
+        && position != null
+        && ByteKeys.ORDER.compare(changes.lastChangedKey(), position) <= 0) {
+      // One change, at or before the position: the entries after the position are as they were.
+      overlayHeadAtModification = modifications;
+    }
     if (!overlayHeadKnown || modifications != overlayHeadAtModification) {
       overlayHead = position == null ? overlay.firstEntry() : overlay.higherEntry(position);
       overlayHeadKnown = true;

@@ -22,6 +22,9 @@ final class Overlay {
   /** Changes made so far (the transaction's thread only). */
   private int modifications;
 
+  /** The key of the newest change. */
+  private byte[] lastChangedKey;
+
   Overlay(boolean hidesCommitted) {
     this.hidesCommitted = hidesCommitted;
   }
@@ -29,7 +32,13 @@ final class Overlay {
   /** Records {@code value} (or {@link #TOMBSTONE}) for {@code key}; returns the previous one. */
   byte[] put(byte[] key, byte[] value) {
     modifications++;
+    lastChangedKey = key;
     return changes.put(key, value);
+  }
+
+  /** The key of the newest change, or null before any; not to be changed by the caller. */
+  byte[] lastChangedKey() {
+    return lastChangedKey;
   }
 
   /** How many changes were made so far: an iterator's cached position is valid while unchanged. */

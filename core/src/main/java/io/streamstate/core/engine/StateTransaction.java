@@ -281,11 +281,7 @@ public final class StateTransaction implements AutoCloseable {
         from == null ? overlay.changes : overlay.changes.tailMap(from, true);
     MergingIterator it =
         new MergingIterator(
-            base,
-            view,
-            overlay::modifications,
-            to,
-            committedKey -> iteratedCommitted(family, committedKey));
+            base, view, overlay, to, committedKey -> iteratedCommitted(family, committedKey));
     if (iterators.size() >= 64) {
       // Operators open an iterator per key (joins): forget the ones already closed.
       iterators.removeIf(MergingIterator::isClosed);

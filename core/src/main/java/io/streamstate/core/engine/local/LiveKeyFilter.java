@@ -26,14 +26,13 @@ final class LiveKeyFilter {
   static final long MAX_KEYS = 1L << 25;
 
   private final long[] bits;
-  private final int blockMask;
+  private final long blocks;
   private final long capacity;
   private long added;
 
   private LiveKeyFilter(long capacity) {
-    long blocks = Long.highestOneBit(Math.max(1, capacity * BITS_PER_KEY / 512 - 1)) << 1;
+    this.blocks = Math.max(1, (capacity * BITS_PER_KEY + 511) / 512);
     this.bits = new long[Math.toIntExact(blocks * BLOCK_LONGS)];
-    this.blockMask = (int) blocks - 1;
     this.capacity = capacity;
   }
 
@@ -59,7 +58,7 @@ final class LiveKeyFilter {
   }
 
   void addHash(long hash) {
-    int base = ((int) (hash >>> 32) & blockMask) * BLOCK_LONGS;
+    int base = block(hash);
     long probes = ByteKeys.mix(hash);
     for (int i = 0; i < PROBES; i++, probes >>>= 9) {
       int bit = (int) probes & 511;
@@ -68,10 +67,15 @@ final class LiveKeyFilter {
     added++;
   }
 
+  /** The first long of the key's block: the hash's high half scaled to the block count. */
+  private int block(long hash) {
+    return (int) (((hash >>> 32) * blocks) >>> 32) * BLOCK_LONGS;
+  }
+
   /** False: the key is surely not live. True: it may be. */
   boolean mightContain(byte[] key) {
     long hash = ByteKeys.hash64(key);
-    int base = ((int) (hash >>> 32) & blockMask) * BLOCK_LONGS;
+    int base = block(hash);
     long probes = ByteKeys.mix(hash);
     for (int i = 0; i < PROBES; i++, probes >>>= 9) {
       int bit = (int) probes & 511;
