@@ -3,6 +3,7 @@ package io.streamstate.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
+import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -23,14 +24,16 @@ import org.junit.jupiter.api.io.TempDir;
  * spark-submit} lines (with {@code --jars}, and with {@code --packages} from a Maven-layout
  * repository the test writes) are run, as written, through Spark's own {@code SparkSubmit} (what
  * {@code bin/spark-submit} launches) in a child JVM whose classpath is Spark's alone, so that our
- * classes come only from the runtime jar on {@code --jars}, as on a user's cluster; its cluster
- * lines are checked to be the local line with only cluster options changed; the error messages it
- * quotes as ours are checked to be in our code.
+ * classes come only from the runtime jar on {@code --jars} (or {@code --packages}), as on a user's
+ * cluster; its Scala snippet is compiled and run inside a small program on that same classpath plus
+ * the runtime jar; its cluster lines are checked to be the local line with only cluster options
+ * changed; the error messages it quotes as ours are checked to be in our code.
  *
  * <p>What the test adds to the documented line, so that the run stays on loopback and leaves no UI
  * port open: {@code --conf spark.ui.enabled=false}, {@code spark.driver.host} and {@code
- * spark.driver.bindAddress} set to 127.0.0.1. It substitutes the built jars' paths for their file
- * names, and a temporary directory for the demo's.
+ * spark.driver.bindAddress} set to 127.0.0.1 (and, for {@code --packages}, Ivy settings naming only
+ * the test's repository). It substitutes the built jars' paths for their file names, and a
+ * temporary directory for the demo's.
  */
 class GettingStartedIT {
   private static final Path ROOT = Path.of(System.getProperty("streamstate.repoRoot"));
@@ -138,6 +141,75 @@ class GettingStartedIT {
     assertThat(ivyHome.resolve("jars/io.streamstate_" + RUNTIME_ARTIFACT + "-" + VERSION + ".jar"))
         .as("the jar Spark put on the classpath, retrieved by Ivy")
         .hasSameBinaryContentAs(runtimeJar);
+  }
+
+  /**
+   * The Scala snippet, as written, inside a {@code main} that runs a small stateful query on the
+   * session it builds: compiled with the Scala compiler against Spark's classpath and the runtime
+   * jar alone, and run in a child JVM of those (plus the compiled class), in local mode. The
+   * query's state operator reports our provider's custom metrics, which only our provider has.
+   */
+  @Test
+  void theScalaSnippetCompilesAndItsSessionRunsAStatefulQueryOnOurProvider() throws Exception {
+    Map<String, String> blocks = blocks();
+    Path runtimeJar = runtimeJar();
+    String snippet = blocks.get("scala-session");
+    String program =
+        "object GettingStartedScalaSnippet {\n"
+            + "  def main(args: Array[String]): Unit = {\n"
+            + snippet
+            + "\n"
+            + "    val counts = spark.readStream.text(args(0)).groupBy(\"value\").count()\n"
+            + "    val query = counts.writeStream\n"
+            + "      .outputMode(\"complete\")\n"
+            + "      .format(\"memory\")\n"
+            + "      .queryName(\"counts\")\n"
+            + "      .option(\"checkpointLocation\", args(1))\n"
+            + "      .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())\n"
+            + "      .start()\n"
+            + "    query.awaitTermination()\n"
+            + "    val metrics = query.lastProgress.stateOperators(0).customMetrics\n"
+            + "    println(\"state metrics: \" + new java.util.TreeMap[String, java.lang.Long](metrics))\n"
+            + "    spark.table(\"counts\").collect().map(r => r.getString(0) + \"=\" + r.getLong(1))\n"
+            + "      .sorted.foreach(c => println(\"count \" + c))\n"
+            + "    spark.stop()\n"
+            + "  }\n"
+            + "}\n";
+    Path source = work.resolve("GettingStartedScalaSnippet.scala");
+    Files.writeString(source, program);
+    Path classes = Files.createDirectories(work.resolve("classes"));
+    String sparkClasspath =
+        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
+    String classpath = sparkClasspath + File.pathSeparator + runtimeJar;
+    boolean compiled =
+        scala.tools.nsc.Main.process(
+            new String[] {
+              "-classpath", classpath, "-d", classes.toString(), "-deprecation", source.toString()
+            });
+    assertThat(compiled).as("scalac compiled the snippet in:%n%s", program).isTrue();
+
+    Path input = Files.createDirectories(work.resolve("input"));
+    Files.writeString(input.resolve("part-0.txt"), "apple\npear\napple\n");
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(shellWords(System.getProperty("streamstate.sparkJvmFlags")));
+    command.add("-Xmx1g");
+    // The snippet names no master: a user's spark-submit or spark-shell gives it; here, local mode.
+    command.add("-Dspark.master=local[2]");
+    command.add("-Dspark.ui.enabled=false");
+    command.add("-Dspark.driver.host=127.0.0.1");
+    command.add("-Dspark.driver.bindAddress=127.0.0.1");
+    command.add("-Dspark.sql.shuffle.partitions=2");
+    command.add("-cp");
+    command.add(classes + File.pathSeparator + classpath);
+    command.add("GettingStartedScalaSnippet");
+    command.add(input.toString());
+    command.add(work.resolve("checkpoint").toString());
+    String output = runChild(command, Map.of());
+    assertThat(output)
+        .containsPattern("state metrics: \\{.*streamstateCommitLatencyMs=")
+        .contains("count apple=2")
+        .contains("count pear=1");
   }
 
   @Test
@@ -322,6 +394,7 @@ class GettingStartedIT {
             "spark-defaults",
             "submit-local",
             "submit-local-packages",
+            "scala-session",
             "submit-yarn-client",
             "submit-yarn-cluster",
             "submit-k8s-client",
