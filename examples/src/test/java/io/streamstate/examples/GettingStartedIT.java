@@ -3,6 +3,7 @@ package io.streamstate.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
+import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -20,16 +21,19 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * docs/getting-started.md cannot rot: its {@code spark-defaults.conf} lines and its local {@code
- * spark-submit} line are run, as written, through Spark's own {@code SparkSubmit} (what {@code
- * bin/spark-submit} launches) in a child JVM whose classpath is Spark's alone, so that our classes
- * come only from the runtime jar on {@code --jars}, as on a user's cluster; its cluster lines are
- * checked to be the local line with only cluster options changed; the error messages it quotes as
- * ours are checked to be in our code.
+ * spark-submit} lines (with {@code --jars}, and with {@code --packages} from a Maven-layout
+ * repository the test writes) are run, as written, through Spark's own {@code SparkSubmit} (what
+ * {@code bin/spark-submit} launches) in a child JVM whose classpath is Spark's alone, so that our
+ * classes come only from the runtime jar on {@code --jars} (or {@code --packages}), as on a user's
+ * cluster; its Scala snippet is compiled and run inside a small program on that same classpath plus
+ * the runtime jar; its cluster lines are checked to be the local line with only cluster options
+ * changed; the error messages it quotes as ours are checked to be in our code.
  *
  * <p>What the test adds to the documented line, so that the run stays on loopback and leaves no UI
  * port open: {@code --conf spark.ui.enabled=false}, {@code spark.driver.host} and {@code
- * spark.driver.bindAddress} set to 127.0.0.1. It substitutes the built jars' paths for their file
- * names, and a temporary directory for the demo's.
+ * spark.driver.bindAddress} set to 127.0.0.1 (and, for {@code --packages}, Ivy settings naming only
+ * the test's repository). It substitutes the built jars' paths for their file names, and a
+ * temporary directory for the demo's.
  */
 class GettingStartedIT {
   private static final Path ROOT = Path.of(System.getProperty("streamstate.repoRoot"));
@@ -39,6 +43,8 @@ class GettingStartedIT {
       "streamstate-spark-runtime-4.2_2.13-" + VERSION + ".jar";
   private static final String DOC_EXAMPLES_JAR = "streamstate-examples-" + VERSION + ".jar";
   private static final String DOC_DEMO_DIR = "/tmp/orders-demo";
+  private static final String DOC_REPOSITORY = "file://$HOME/.m2/repository";
+  private static final String RUNTIME_ARTIFACT = "streamstate-spark-runtime-4.2_2.13";
 
   @TempDir Path work;
 
@@ -46,19 +52,8 @@ class GettingStartedIT {
   void theSparkDefaultsAndTheLocalSubmitLineRunTheDemoAndItsRestartOnOurProvider()
       throws Exception {
     Map<String, String> blocks = blocks();
-    String line = System.getProperty("streamstate.lineArtifact");
-    assumeThat(line)
-        .as("the documented jar is Spark 4.2's; this build is for another line")
-        .isEqualTo("streamstate-spark-4.2_2.13");
-    Path runtimeJar =
-        ROOT.resolve(
-            "spark-runtime-4.2/target/streamstate-spark-runtime-4.2_2.13-" + VERSION + ".jar");
-    assertThat(runtimeJar)
-        .as("the runtime jar (the full build makes it before this module)")
-        .exists();
-
-    Path conf = Files.createDirectories(work.resolve("conf"));
-    Files.writeString(conf.resolve("spark-defaults.conf"), blocks.get("spark-defaults"));
+    Path runtimeJar = runtimeJar();
+    Path conf = sparkDefaults(blocks);
     Path demoDir = work.resolve("orders-demo");
     String submit =
         blocks
@@ -83,6 +78,138 @@ class GettingStartedIT {
     assertThat(second)
         .containsPattern("resuming from checkpoint at batch \\d+")
         .contains("loads warm/durable 0/4");
+  }
+
+  /**
+   * The {@code --packages} line, against a Maven-layout repository this test writes the way {@code
+   * mvn install} fills {@code ~/.m2/repository}: the runtime jar under its coordinates, its POM
+   * (the shade plugin's dependency-reduced one, which names no dependency), the parent POM it
+   * names, and the AWS SDK BOM the parent imports (with its own parent). Ivy reads every one of
+   * those POMs. The test's Ivy settings name that repository as the only resolver, so that nothing
+   * is fetched from the network; Ivy's cache and retrieved jars go to a temporary directory.
+   */
+  @Test
+  void thePackagesLineFetchesOurJarFromAMavenRepositoryAndRunsTheDemoOnOurProvider()
+      throws Exception {
+    Map<String, String> blocks = blocks();
+    Path runtimeJar = runtimeJar();
+    Path conf = sparkDefaults(blocks);
+    List<String> packagesLine = shellWords(blocks.get("submit-local-packages"));
+    List<String> localLine = shellWords(blocks.get("submit-local"));
+    String coordinates = "io.streamstate:" + RUNTIME_ARTIFACT + ":" + VERSION;
+    assertThat(withoutOption(withoutOption(packagesLine, "--repositories"), "--packages"))
+        .as("the --packages line is the local line with --repositories/--packages for --jars")
+        .isEqualTo(withoutOption(localLine, "--jars"));
+    assertThat(packagesLine).containsSubsequence("--packages", coordinates);
+    assertThat(packagesLine).containsSubsequence("--repositories", DOC_REPOSITORY);
+
+    Path repository = mavenRepository(runtimeJar);
+    Path ivySettings = work.resolve("ivysettings.xml");
+    Files.writeString(
+        ivySettings,
+        "<ivysettings>\n"
+            + "  <settings defaultResolver=\"local-repository\"/>\n"
+            + "  <resolvers>\n"
+            + "    <ibiblio name=\"local-repository\" m2compatible=\"true\" root=\""
+            + repository.toUri()
+            + "\"/>\n"
+            + "  </resolvers>\n"
+            + "</ivysettings>\n");
+    Path ivyHome = work.resolve("ivy");
+    Path demoDir = work.resolve("orders-demo");
+    String submit =
+        blocks
+            .get("submit-local-packages")
+            .replace(DOC_REPOSITORY, repository.toUri().toString())
+            .replace(DOC_EXAMPLES_JAR, System.getProperty("streamstate.examplesJar"))
+            .replace(DOC_DEMO_DIR, demoDir.toString());
+    List<String> words = shellWords(submit);
+    List<String> args = new ArrayList<>();
+    // Test-only: Ivy resolves offline, from the repository above alone.
+    args.addAll(List.of("--conf", "spark.jars.ivySettings=" + ivySettings));
+    args.addAll(List.of("--conf", "spark.jars.ivy=" + ivyHome));
+    args.addAll(words.subList(1, words.size()));
+
+    String output = run(args, conf);
+    assertThat(output)
+        .contains(
+            "found io.streamstate#" + RUNTIME_ARTIFACT + ";" + VERSION + " in local-repository")
+        .doesNotContain("UNRESOLVED DEPENDENCIES")
+        .contains("starting with a fresh checkpoint")
+        .containsPattern("batch +0: .*state commit \\d+ ms \\(streamstate")
+        .contains("loads warm/durable 0/4");
+    assertThat(ivyHome.resolve("jars/io.streamstate_" + RUNTIME_ARTIFACT + "-" + VERSION + ".jar"))
+        .as("the jar Spark put on the classpath, retrieved by Ivy")
+        .hasSameBinaryContentAs(runtimeJar);
+  }
+
+  /**
+   * The Scala snippet, as written, inside a {@code main} that runs a small stateful query on the
+   * session it builds: compiled with the Scala compiler against Spark's classpath and the runtime
+   * jar alone, and run in a child JVM of those (plus the compiled class), in local mode. The
+   * query's state operator reports our provider's custom metrics, which only our provider has.
+   */
+  @Test
+  void theScalaSnippetCompilesAndItsSessionRunsAStatefulQueryOnOurProvider() throws Exception {
+    Map<String, String> blocks = blocks();
+    Path runtimeJar = runtimeJar();
+    String snippet = blocks.get("scala-session");
+    String program =
+        "object GettingStartedScalaSnippet {\n"
+            + "  def main(args: Array[String]): Unit = {\n"
+            + snippet
+            + "\n"
+            + "    val counts = spark.readStream.text(args(0)).groupBy(\"value\").count()\n"
+            + "    val query = counts.writeStream\n"
+            + "      .outputMode(\"complete\")\n"
+            + "      .format(\"memory\")\n"
+            + "      .queryName(\"counts\")\n"
+            + "      .option(\"checkpointLocation\", args(1))\n"
+            + "      .trigger(org.apache.spark.sql.streaming.Trigger.AvailableNow())\n"
+            + "      .start()\n"
+            + "    query.awaitTermination()\n"
+            + "    val metrics = query.lastProgress.stateOperators(0).customMetrics\n"
+            + "    println(\"state metrics: \" + new java.util.TreeMap[String, java.lang.Long](metrics))\n"
+            + "    spark.table(\"counts\").collect().map(r => r.getString(0) + \"=\" + r.getLong(1))\n"
+            + "      .sorted.foreach(c => println(\"count \" + c))\n"
+            + "    spark.stop()\n"
+            + "  }\n"
+            + "}\n";
+    Path source = work.resolve("GettingStartedScalaSnippet.scala");
+    Files.writeString(source, program);
+    Path classes = Files.createDirectories(work.resolve("classes"));
+    String sparkClasspath =
+        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
+    String classpath = sparkClasspath + File.pathSeparator + runtimeJar;
+    boolean compiled =
+        scala.tools.nsc.Main.process(
+            new String[] {
+              "-classpath", classpath, "-d", classes.toString(), "-deprecation", source.toString()
+            });
+    assertThat(compiled).as("scalac compiled the snippet in:%n%s", program).isTrue();
+
+    Path input = Files.createDirectories(work.resolve("input"));
+    Files.writeString(input.resolve("part-0.txt"), "apple\npear\napple\n");
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(shellWords(System.getProperty("streamstate.sparkJvmFlags")));
+    command.add("-Xmx1g");
+    // The snippet names no master: a user's spark-submit or spark-shell gives it; here, local mode.
+    command.add("-Dspark.master=local[2]");
+    command.add("-Dspark.ui.enabled=false");
+    command.add("-Dspark.driver.host=127.0.0.1");
+    command.add("-Dspark.driver.bindAddress=127.0.0.1");
+    command.add("-Dspark.sql.shuffle.partitions=2");
+    command.add("-cp");
+    command.add(classes + File.pathSeparator + classpath);
+    command.add("GettingStartedScalaSnippet");
+    command.add(input.toString());
+    command.add(work.resolve("checkpoint").toString());
+    String output = runChild(command, Map.of());
+    assertThat(output)
+        .containsPattern("state metrics: \\{.*streamstateCommitLatencyMs=")
+        .contains("count apple=2")
+        .contains("count pear=1");
   }
 
   @Test
@@ -114,6 +241,70 @@ class GettingStartedIT {
     for (String message : ours) {
       assertThat(sources).as("our code prints \"%s\"", message).contains(message);
     }
+  }
+
+  /** The runtime jar of Spark 4.2, which the doc names; the test is skipped on other lines. */
+  private static Path runtimeJar() {
+    String line = System.getProperty("streamstate.lineArtifact");
+    assumeThat(line)
+        .as("the documented jar is Spark 4.2's; this build is for another line")
+        .isEqualTo("streamstate-spark-4.2_2.13");
+    Path runtimeJar =
+        ROOT.resolve("spark-runtime-4.2/target/" + RUNTIME_ARTIFACT + "-" + VERSION + ".jar");
+    assertThat(runtimeJar)
+        .as("the runtime jar (the full build makes it before this module)")
+        .exists();
+    return runtimeJar;
+  }
+
+  /** A Spark conf directory holding the doc's {@code spark-defaults.conf} lines. */
+  private Path sparkDefaults(Map<String, String> blocks) throws IOException {
+    Path conf = Files.createDirectories(work.resolve("conf"));
+    Files.writeString(conf.resolve("spark-defaults.conf"), blocks.get("spark-defaults"));
+    return conf;
+  }
+
+  /**
+   * A Maven-layout repository holding what {@code mvn install -pl spark-runtime-4.2 -am} leaves in
+   * the local repository for the runtime jar's coordinates, and the POMs its POM brings in.
+   */
+  private Path mavenRepository(Path runtimeJar) throws IOException {
+    Path repository = work.resolve("repository");
+    Path runtimeDir = repository.resolve("io/streamstate/" + RUNTIME_ARTIFACT + "/" + VERSION);
+    Files.createDirectories(runtimeDir);
+    String base = RUNTIME_ARTIFACT + "-" + VERSION;
+    Files.copy(runtimeJar, runtimeDir.resolve(base + ".jar"));
+    Path reducedPom = ROOT.resolve("spark-runtime-4.2/target/dependency-reduced-pom.xml");
+    String pom = Files.readString(reducedPom);
+    assertThat(pom)
+        .as("the runtime jar's POM names no dependency: everything of ours is inside")
+        .doesNotContain("<dependency>")
+        .contains("<artifactId>streamstate-parent</artifactId>");
+    Files.writeString(runtimeDir.resolve(base + ".pom"), pom);
+    Path parentDir = repository.resolve("io/streamstate/streamstate-parent/" + VERSION);
+    Files.createDirectories(parentDir);
+    Files.copy(
+        ROOT.resolve("pom.xml"), parentDir.resolve("streamstate-parent-" + VERSION + ".pom"));
+    // The parent imports the AWS SDK BOM: Maven downloaded it (and its parent) when it built us.
+    Path localRepository = Path.of(System.getProperty("streamstate.localRepository"));
+    String aws = System.getProperty("streamstate.awsSdkVersion");
+    for (String artifact : List.of("bom", "aws-sdk-java-pom")) {
+      Path dir = Path.of("software/amazon/awssdk", artifact, aws);
+      Path pomFile = dir.resolve(artifact + "-" + aws + ".pom");
+      Files.createDirectories(repository.resolve(dir));
+      Files.copy(
+          localRepository.resolve(pomFile.toString()), repository.resolve(pomFile.toString()));
+    }
+    return repository;
+  }
+
+  /** {@code words} without {@code option} and its value. */
+  private static List<String> withoutOption(List<String> words, String option) {
+    List<String> kept = new ArrayList<>(words);
+    int at = kept.indexOf(option);
+    assertThat(at).as("%s in %s", option, words).isNotNegative();
+    kept.subList(at, at + 2).clear();
+    return kept;
   }
 
   /**
@@ -161,11 +352,17 @@ class GettingStartedIT {
     command.addAll(List.of("--conf", "spark.driver.host=127.0.0.1"));
     command.addAll(List.of("--conf", "spark.driver.bindAddress=127.0.0.1"));
     command.addAll(args);
+    return runChild(command, Map.of("SPARK_CONF_DIR", confDir.toString()));
+  }
+
+  /** Runs {@code command} with {@code environment} added, Spark's on loopback; its output. */
+  private String runChild(List<String> command, Map<String, String> environment) throws Exception {
     ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
-    pb.environment().put("SPARK_CONF_DIR", confDir.toString());
     pb.environment().put("SPARK_LOCAL_IP", "127.0.0.1");
     pb.environment().remove("SPARK_HOME");
-    Path log = Files.createTempFile(work, "spark-submit", ".log");
+    pb.environment().remove("SPARK_CONF_DIR");
+    pb.environment().putAll(environment);
+    Path log = Files.createTempFile(work, "spark", ".log");
     pb.redirectOutput(log.toFile());
     Process process = pb.start();
     boolean ended = process.waitFor(5, TimeUnit.MINUTES);
@@ -174,8 +371,8 @@ class GettingStartedIT {
     }
     String output = Files.readString(log, StandardCharsets.UTF_8);
     System.out.println(output);
-    assertThat(ended).as("spark-submit ended within 5 minutes").isTrue();
-    assertThat(process.exitValue()).as("spark-submit's exit code; output:%n%s", output).isZero();
+    assertThat(ended).as("the child JVM ended within 5 minutes").isTrue();
+    assertThat(process.exitValue()).as("the child JVM's exit code; output:%n%s", output).isZero();
     return output;
   }
 
@@ -196,6 +393,8 @@ class GettingStartedIT {
         .containsKeys(
             "spark-defaults",
             "submit-local",
+            "submit-local-packages",
+            "scala-session",
             "submit-yarn-client",
             "submit-yarn-cluster",
             "submit-k8s-client",

@@ -35,6 +35,10 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * <p>Metric names and meanings: spark/README.md, "Metrics in Spark's metrics system".
  */
 public final class StreamStateMetricsPlugin implements SparkPlugin {
+  static {
+    // SET -v lists our keys in a driver that loads the plugin, before any query (SqlConfEntries).
+    SqlConfEntries.register();
+  }
 
   @Override
   public DriverPlugin driverPlugin() {

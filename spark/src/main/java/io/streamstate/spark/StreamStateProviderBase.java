@@ -76,6 +76,11 @@ abstract class StreamStateProviderBase {
 
   private static final Logger LOG = LoggerFactory.getLogger(StreamStateProviderBase.class);
 
+  static {
+    // SET -v lists our keys in a JVM that uses this class (SqlConfEntries).
+    SqlConfEntries.register();
+  }
+
   /**
    * Providers initialised and not closed in a process: each one's share of the memory budget. A
    * component of the process's {@link ProcessResources}.

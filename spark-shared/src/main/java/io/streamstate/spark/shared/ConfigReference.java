@@ -23,6 +23,15 @@ public final class ConfigReference {
                 + "`: Spark hands a state store provider only the confs under"
                 + " `spark.sql.streaming.stateStore.`, and copies every SQL conf into the Hadoop"
                 + " configuration of checkpoint file managers and file-sink tasks.\n\n")
+        .append(
+            "Spark's `SET -v` lists the keys of the first table, each with its meaning, type,"
+                + " scope and default (computed defaults show as `<undefined>`, their rule in the"
+                + " meaning), once our provider, checkpoint file manager or metrics plugin has been"
+                + " loaded in the JVM (in the driver: after the first query on our provider or"
+                + " checkpoint file manager, or from the start with the metrics plugin). They are"
+                + " registered as string SQL confs, on every Spark line: Spark takes any value for"
+                + " them as before, and only our reader checks it; an unset key keeps the default"
+                + " our reader computes.\n\n")
         .append("How values are read, as Spark reads its own:\n\n")
         .append(
             "- **size**: bytes, or a number with Spark's binary suffixes `b`, `k`/`kb`,"

@@ -132,6 +132,11 @@ import org.slf4j.LoggerFactory;
 public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private static final Logger LOG = LoggerFactory.getLogger(RenameFreeCheckpointFileManager.class);
 
+  static {
+    // SET -v lists our keys in a JVM that uses this class (SqlConfEntries).
+    io.streamstate.spark.SqlConfEntries.register();
+  }
+
   private final FileSystemBasedCheckpointFileManager delegate;
   private final FileSystem fs;
   private final Path checkpointPath;
