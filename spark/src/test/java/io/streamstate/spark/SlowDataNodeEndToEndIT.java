@@ -49,6 +49,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream;
 import org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog;
 import org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus;
+import org.apache.spark.sql.execution.streaming.state.StateStore$;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
@@ -177,6 +178,9 @@ class SlowDataNodeEndToEndIT {
     }
     if (spark != null) {
       spark.stop();
+      // Spark's maintenance thread outlives the session and keeps the first session's interval
+      // (60 s here): later classes in this JVM would wait that long for their snapshots.
+      StateStore$.MODULE$.stop();
     }
     if (dfs != null) {
       dfs.close();
