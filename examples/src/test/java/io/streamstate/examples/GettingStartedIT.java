@@ -64,20 +64,9 @@ class GettingStartedIT {
     List<String> args = shellWords(submit);
     assertThat(args.get(0)).isEqualTo("$SPARK_HOME/bin/spark-submit");
 
-    String first = run(args.subList(1, args.size()), conf);
-    assertThat(first)
-        .contains("starting with a fresh checkpoint")
-        .containsPattern("batch +0: .*state commit \\d+ ms \\(streamstate")
-        .contains("loads warm/durable 0/4")
-        .containsPattern("Parquet at .*: \\d+ rows");
-
+    assertFreshRunOnOurProvider(run(args.subList(1, args.size()), conf));
     // The same line without --fresh: a restart, every partition loaded from our durable files.
-    List<String> resume = new ArrayList<>(args.subList(1, args.size()));
-    assertThat(resume.remove("--fresh")).isTrue();
-    String second = run(resume, conf);
-    assertThat(second)
-        .containsPattern("resuming from checkpoint at batch \\d+")
-        .contains("loads warm/durable 0/4");
+    assertResumedRunOnOurProvider(run(withoutFresh(args.subList(1, args.size())), conf));
   }
 
   /**
@@ -178,9 +167,7 @@ class GettingStartedIT {
     Path source = work.resolve("GettingStartedScalaSnippet.scala");
     Files.writeString(source, program);
     Path classes = Files.createDirectories(work.resolve("classes"));
-    String sparkClasspath =
-        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
-    String classpath = sparkClasspath + File.pathSeparator + runtimeJar;
+    String classpath = sparkClasspath() + File.pathSeparator + runtimeJar;
     boolean compiled =
         scala.tools.nsc.Main.process(
             new String[] {
@@ -255,6 +242,50 @@ class GettingStartedIT {
         .as("the runtime jar (the full build makes it before this module)")
         .exists();
     return runtimeJar;
+  }
+
+  /** {@code args} without {@code --fresh}: the same run, resuming its checkpoint. */
+  private static List<String> withoutFresh(List<String> args) {
+    List<String> resume = new ArrayList<>(args);
+    assertThat(resume.remove("--fresh")).as("--fresh in %s", args).isTrue();
+    return resume;
+  }
+
+  /** What the demo prints on a fresh run with our provider. */
+  private static void assertFreshRunOnOurProvider(String output) {
+    assertThat(output)
+        .contains("starting with a fresh checkpoint")
+        .containsPattern("batch +0: .*state commit \\d+ ms \\(streamstate")
+        .contains("loads warm/durable 0/4")
+        .containsPattern("Parquet at .*: \\d+ rows");
+    assertWholeShopMinutes(output);
+  }
+
+  /** What the demo prints when it resumes its checkpoint: every partition from our files. */
+  private static void assertResumedRunOnOurProvider(String output) {
+    assertThat(output)
+        .containsPattern("resuming from checkpoint at batch \\d+")
+        .contains("loads warm/durable 0/4");
+    assertWholeShopMinutes(output);
+  }
+
+  /**
+   * The demo's output holds whole shop-minutes: 160 orders in each row (800 orders a minute, 5
+   * shops), the windows that span a restart too, whose first orders came back from our files.
+   */
+  private static void assertWholeShopMinutes(String output) {
+    Matcher totals =
+        Pattern.compile("Parquet at \\S+: (\\d+) rows \\(closed shop-minutes\\), (\\d+) orders")
+            .matcher(output);
+    assertThat(totals.find()).as("the demo's Parquet totals in:%n%s", output).isTrue();
+    assertThat(Long.parseLong(totals.group(2)))
+        .as(totals.group())
+        .isEqualTo(160 * Long.parseLong(totals.group(1)));
+  }
+
+  /** Spark's classpath file, as the build wrote it (what a Spark distribution's jars are). */
+  private static String sparkClasspath() throws IOException {
+    return Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
   }
 
   /** A Spark conf directory holding the doc's {@code spark-defaults.conf} lines. */
@@ -344,8 +375,7 @@ class GettingStartedIT {
     command.addAll(shellWords(System.getProperty("streamstate.sparkJvmFlags")));
     command.add("-Xmx1536m");
     command.add("-cp");
-    command.add(
-        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim());
+    command.add(sparkClasspath());
     command.add("org.apache.spark.deploy.SparkSubmit");
     // Test-only additions (see the class comment), before the application's jar.
     command.addAll(List.of("--conf", "spark.ui.enabled=false"));
