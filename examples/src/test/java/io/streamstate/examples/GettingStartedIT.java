@@ -5,17 +5,29 @@ import static org.assertj.core.api.Assumptions.assumeThat;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.yarn.api.records.ApplicationId;
+import org.apache.hadoop.yarn.api.records.ApplicationReport;
+import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -26,14 +38,21 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code bin/spark-submit} launches) in a child JVM whose classpath is Spark's alone, so that our
  * classes come only from the runtime jar on {@code --jars} (or {@code --packages}), as on a user's
  * cluster; its Scala snippet is compiled and run inside a small program on that same classpath plus
- * the runtime jar; its cluster lines are checked to be the local line with only cluster options
- * changed; the error messages it quotes as ours are checked to be in our code.
+ * the runtime jar; its YARN lines, client and cluster mode, are run the same way against a YARN
+ * cluster in this JVM ({@link MiniYarnOnHdfs}: MiniYARNCluster, MiniDFSCluster as the default file
+ * system); every cluster line is checked to be the local line with only cluster options changed;
+ * the error messages it quotes as ours are checked to be in our code.
  *
  * <p>What the test adds to the documented line, so that the run stays on loopback and leaves no UI
  * port open: {@code --conf spark.ui.enabled=false}, {@code spark.driver.host} and {@code
  * spark.driver.bindAddress} set to 127.0.0.1 (and, for {@code --packages}, Ivy settings naming only
  * the test's repository). It substitutes the built jars' paths for their file names, and a
- * temporary directory for the demo's.
+ * temporary directory for the local lines' demo directory. On YARN it adds {@code spark.yarn.jars}
+ * naming Spark's jars where every node has them (there is no Spark distribution here, whose {@code
+ * jars/} spark-submit would upload), {@code spark.executor.instances=1} and {@code
+ * spark.yarn.appMasterEnv.SPARK_LOCAL_IP=127.0.0.1}; the YARN lines' {@code hdfs:///} directory is
+ * kept, its authority coming from {@code fs.defaultFS} in the {@code core-site.xml} of {@code
+ * HADOOP_CONF_DIR}, as on a cluster.
  */
 class GettingStartedIT {
   private static final Path ROOT = Path.of(System.getProperty("streamstate.repoRoot"));
@@ -46,7 +65,35 @@ class GettingStartedIT {
   private static final String DOC_REPOSITORY = "file://$HOME/.m2/repository";
   private static final String RUNTIME_ARTIFACT = "streamstate-spark-runtime-4.2_2.13";
 
+  /**
+   * Our names under a checkpoint's {@code state/} (docs/format.md, "Names"): segment journals and
+   * segments, a store's changelogs, snapshot manifests and SSTs, clock probes.
+   */
+  private static final Pattern OUR_STATE_FILE =
+      Pattern.compile(
+          "_segments/\\d{20}-[0-9a-f]{16}(\\.journal|(-h)?\\.segment)"
+              + "|\\d+/\\d+/([^/]+/)?(changelog/\\d{20}-[0-9a-f]{16}(-h)?\\.changelog"
+              + "|snapshot/\\d{20}-[0-9a-f]{16}(-h)?\\.snapshot"
+              + "|sst/[0-9a-f]{64}-\\d+(-[0-9a-f]{16}-h)?\\.sst)"
+              + "|_clock/\\d{20}-[0-9a-f]{16}");
+
+  /** Spark's own files under {@code state/}, whatever the provider: schemas, operator metadata. */
+  private static final Pattern SPARK_STATE_METADATA = Pattern.compile("(.*/)?_metadata/.*");
+
   @TempDir Path work;
+
+  /** Where the YARN cluster keeps its HDFS and client configuration, for the whole class. */
+  @TempDir static Path clusterWork;
+
+  /** Started by the first YARN test, stopped after the last test. */
+  private static MiniYarnOnHdfs yarn;
+
+  @AfterAll
+  static void stopYarn() {
+    if (yarn != null) {
+      yarn.close();
+    }
+  }
 
   @Test
   void theSparkDefaultsAndTheLocalSubmitLineRunTheDemoAndItsRestartOnOurProvider()
@@ -64,20 +111,51 @@ class GettingStartedIT {
     List<String> args = shellWords(submit);
     assertThat(args.get(0)).isEqualTo("$SPARK_HOME/bin/spark-submit");
 
-    String first = run(args.subList(1, args.size()), conf);
-    assertThat(first)
-        .contains("starting with a fresh checkpoint")
-        .containsPattern("batch +0: .*state commit \\d+ ms \\(streamstate")
-        .contains("loads warm/durable 0/4")
-        .containsPattern("Parquet at .*: \\d+ rows");
-
+    assertFreshRunOnOurProvider(run(args.subList(1, args.size()), conf));
     // The same line without --fresh: a restart, every partition loaded from our durable files.
-    List<String> resume = new ArrayList<>(args.subList(1, args.size()));
-    assertThat(resume.remove("--fresh")).isTrue();
-    String second = run(resume, conf);
-    assertThat(second)
-        .containsPattern("resuming from checkpoint at batch \\d+")
-        .contains("loads warm/durable 0/4");
+    assertResumedRunOnOurProvider(run(withoutFresh(args.subList(1, args.size())), conf));
+  }
+
+  /**
+   * The YARN client-mode line on a YARN cluster: the driver in the {@code spark-submit} child, the
+   * executor in a YARN container, the checkpoint and the output on HDFS. YARN records the
+   * application as succeeded, and the state files in the checkpoint are ours.
+   */
+  @Test
+  void theYarnClientModeLineRunsTheDemoOnYarnWithItsCheckpointOnHdfs() throws Exception {
+    List<String> line = yarnLine("submit-yarn-client");
+    MiniYarnOnHdfs cluster = yarn();
+    assertThat(line).containsSubsequence("--deploy-mode", "client");
+
+    Set<ApplicationId> before = cluster.applicationIds();
+    String output = runOnYarn(cluster, line);
+    assertSucceeded(cluster, cluster.finishedApplicationSince(before));
+    assertFreshRunOnOurProvider(output);
+    assertThat(output).containsPattern(onHdfs(line) + "/revenue: \\d+ rows");
+    assertStateFilesAreOurs(cluster, line);
+  }
+
+  /**
+   * The YARN cluster-mode line on a YARN cluster, then the same line without {@code --fresh}: the
+   * driver in the application master's container (its output read from the NodeManager's log
+   * directory), the executor in another, the checkpoint on HDFS. YARN records both applications as
+   * succeeded; the second resumes the first's state from our files on HDFS.
+   */
+  @Test
+  void theYarnClusterModeLineRunsTheDemoAndItsRestartWithTheDriverInAYarnContainer()
+      throws Exception {
+    List<String> line = yarnLine("submit-yarn-cluster");
+    MiniYarnOnHdfs cluster = yarn();
+    assertThat(line).containsSubsequence("--deploy-mode", "cluster");
+
+    String first = runDriverOnYarn(cluster, line);
+    assertFreshRunOnOurProvider(first);
+    assertThat(first).containsPattern(onHdfs(line) + "/revenue: \\d+ rows");
+    assertStateFilesAreOurs(cluster, line);
+
+    String second = runDriverOnYarn(cluster, withoutFresh(line));
+    assertResumedRunOnOurProvider(second);
+    assertStateFilesAreOurs(cluster, line);
   }
 
   /**
@@ -178,9 +256,7 @@ class GettingStartedIT {
     Path source = work.resolve("GettingStartedScalaSnippet.scala");
     Files.writeString(source, program);
     Path classes = Files.createDirectories(work.resolve("classes"));
-    String sparkClasspath =
-        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
-    String classpath = sparkClasspath + File.pathSeparator + runtimeJar;
+    String classpath = sparkClasspath() + File.pathSeparator + runtimeJar;
     boolean compiled =
         scala.tools.nsc.Main.process(
             new String[] {
@@ -255,6 +331,190 @@ class GettingStartedIT {
         .as("the runtime jar (the full build makes it before this module)")
         .exists();
     return runtimeJar;
+  }
+
+  /** The YARN cluster of this class, started on first use. */
+  private static synchronized MiniYarnOnHdfs yarn() throws Exception {
+    if (yarn == null) {
+      yarn = MiniYarnOnHdfs.start(clusterWork, GettingStartedIT.class.getSimpleName());
+    }
+    return yarn;
+  }
+
+  /**
+   * The doc's YARN line {@code name} without its first word ({@code spark-submit}), the built jars'
+   * paths for their names; its {@code hdfs:///} directory as written.
+   */
+  private List<String> yarnLine(String name) throws IOException {
+    String line =
+        blocks()
+            .get(name)
+            .replace(DOC_RUNTIME_JAR, runtimeJar().toString())
+            .replace(DOC_EXAMPLES_JAR, System.getProperty("streamstate.examplesJar"));
+    List<String> words = shellWords(line);
+    assertThat(words.get(0)).isEqualTo("$SPARK_HOME/bin/spark-submit");
+    assertThat(demoDir(words)).startsWith("hdfs:///");
+    return words.subList(1, words.size());
+  }
+
+  /** The demo's directory in a submit line's words ({@code <dir> <batches> <seconds>} end it). */
+  private static String demoDir(List<String> words) {
+    return words.get(words.size() - 3);
+  }
+
+  /** A pattern for the demo's directory of {@code line} qualified on HDFS. */
+  private static String onHdfs(List<String> line) {
+    return "hdfs://[^/\\s]+" + Pattern.quote(URI.create(demoDir(line)).getPath());
+  }
+
+  /** {@code args} without {@code --fresh}: the same run, resuming its checkpoint. */
+  private static List<String> withoutFresh(List<String> args) {
+    List<String> resume = new ArrayList<>(args);
+    assertThat(resume.remove("--fresh")).as("--fresh in %s", args).isTrue();
+    return resume;
+  }
+
+  /**
+   * Runs {@code line} through {@code SparkSubmit} against {@code cluster}: {@code HADOOP_CONF_DIR}
+   * set (and on the classpath, as {@code bin/spark-class} puts it), spark-yarn on the classpath as
+   * in a Spark distribution, and the test-only settings of the class comment. Its output.
+   */
+  private String runOnYarn(MiniYarnOnHdfs cluster, List<String> line) throws Exception {
+    List<String> args = new ArrayList<>();
+    args.addAll(List.of("--conf", "spark.yarn.jars=" + sparkJarsOnEveryNode()));
+    args.addAll(List.of("--conf", "spark.executor.instances=1"));
+    // The driver (cluster mode) and the executors, whose environment comes from the application
+    // master's, on loopback as the rest.
+    args.addAll(List.of("--conf", "spark.yarn.appMasterEnv.SPARK_LOCAL_IP=127.0.0.1"));
+    args.addAll(line);
+    String hadoopConfDir = cluster.hadoopConfDir().toString();
+    return run(
+        args,
+        sparkDefaults(blocks()),
+        List.of(sparkYarnClasspath(), hadoopConfDir),
+        Map.of("HADOOP_CONF_DIR", hadoopConfDir));
+  }
+
+  /**
+   * Runs a cluster-mode {@code line} on {@code cluster} (see {@link #runOnYarn}); YARN records its
+   * application as succeeded. The driver's output, which in cluster mode is the application master
+   * container's.
+   */
+  private String runDriverOnYarn(MiniYarnOnHdfs cluster, List<String> line) throws Exception {
+    Set<ApplicationId> before = cluster.applicationIds();
+    runOnYarn(cluster, line);
+    ApplicationReport app = cluster.finishedApplicationSince(before);
+    assertSucceeded(cluster, app);
+    String driver = cluster.applicationMasterStdout(app);
+    System.out.println(driver);
+    return driver;
+  }
+
+  private static void assertSucceeded(MiniYarnOnHdfs cluster, ApplicationReport app)
+      throws IOException {
+    assertThat(app.getFinalApplicationStatus())
+        .as(
+            "YARN's final status of %s (%s); its containers' logs:%n%s",
+            app.getApplicationId(), app.getDiagnostics(), cluster.containerLogs(app))
+        .isEqualTo(FinalApplicationStatus.SUCCEEDED);
+  }
+
+  /** What the demo prints on a fresh run with our provider. */
+  private static void assertFreshRunOnOurProvider(String output) {
+    assertThat(output)
+        .contains("starting with a fresh checkpoint")
+        .containsPattern("batch +0: .*state commit \\d+ ms \\(streamstate")
+        .contains("loads warm/durable 0/4")
+        .containsPattern("Parquet at .*: \\d+ rows");
+    assertWholeShopMinutes(output);
+  }
+
+  /** What the demo prints when it resumes its checkpoint: every partition from our files. */
+  private static void assertResumedRunOnOurProvider(String output) {
+    assertThat(output)
+        .containsPattern("resuming from checkpoint at batch \\d+")
+        .contains("loads warm/durable 0/4");
+    assertWholeShopMinutes(output);
+  }
+
+  /**
+   * The demo's output holds whole shop-minutes: 160 orders in each row (800 orders a minute, 5
+   * shops), the windows that span a restart too, whose first orders came back from our files.
+   */
+  private static void assertWholeShopMinutes(String output) {
+    Matcher totals =
+        Pattern.compile("Parquet at \\S+: (\\d+) rows \\(closed shop-minutes\\), (\\d+) orders")
+            .matcher(output);
+    assertThat(totals.find()).as("the demo's Parquet totals in:%n%s", output).isTrue();
+    assertThat(Long.parseLong(totals.group(2)))
+        .as(totals.group())
+        .isEqualTo(160 * Long.parseLong(totals.group(1)));
+  }
+
+  /**
+   * The demo's state in its checkpoint on HDFS is ours: every file under {@code state/} but Spark's
+   * metadata has one of our names (none of Spark's providers' {@code 1.delta}, {@code 1.changelog},
+   * {@code 1.zip}), the commits are there, and each file is ours by its magic (docs/format.md: a
+   * segment journal begins with "SSJL", every other file is framed by "SSTF" and "FTSS").
+   */
+  private static void assertStateFilesAreOurs(MiniYarnOnHdfs cluster, List<String> line)
+      throws IOException {
+    FileSystem fs = cluster.fileSystem();
+    org.apache.hadoop.fs.Path state =
+        new org.apache.hadoop.fs.Path(URI.create(demoDir(line)).getPath() + "/checkpoint/state");
+    List<String> names = new ArrayList<>();
+    for (RemoteIterator<LocatedFileStatus> it = fs.listFiles(state, true); it.hasNext(); ) {
+      String path = it.next().getPath().toUri().getPath();
+      names.add(path.substring(state.toUri().getPath().length() + 1));
+    }
+    List<String> ours =
+        names.stream().filter(n -> !SPARK_STATE_METADATA.matcher(n).matches()).sorted().toList();
+    assertThat(ours)
+        .as("the files under %s but Spark's metadata: %s", state, names)
+        .allMatch(n -> OUR_STATE_FILE.matcher(n).matches())
+        .anyMatch(n -> n.matches(".*\\.(journal|segment|changelog)"));
+    for (String name : ours) {
+      if (name.startsWith("_clock/")) {
+        continue; // empty
+      }
+      byte[] bytes = readAll(fs, new org.apache.hadoop.fs.Path(state, name));
+      String first = new String(bytes, 0, 4, StandardCharsets.US_ASCII);
+      if (name.endsWith(".journal")) {
+        assertThat(first).as(name).isEqualTo("SSJL");
+      } else {
+        String last = new String(bytes, bytes.length - 4, 4, StandardCharsets.US_ASCII);
+        assertThat(first + last).as(name).isEqualTo("SSTFFTSS");
+      }
+    }
+  }
+
+  private static byte[] readAll(FileSystem fs, org.apache.hadoop.fs.Path file) throws IOException {
+    try (InputStream in = fs.open(file)) {
+      return in.readAllBytes();
+    }
+  }
+
+  /** Spark's classpath file, as the build wrote it (what a Spark distribution's jars are). */
+  private static String sparkClasspath() throws IOException {
+    return Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim();
+  }
+
+  /** spark-yarn and what it adds to Spark's classpath (a distribution built with YARN has it). */
+  private static String sparkYarnClasspath() throws IOException {
+    return Files.readString(Path.of(System.getProperty("streamstate.sparkYarnClasspathFile")))
+        .trim();
+  }
+
+  /**
+   * Every jar of {@link #sparkClasspath} and {@link #sparkYarnClasspath} as a {@code local:} URI,
+   * for {@code spark.yarn.jars}: the containers put them on their classpath where they are, every
+   * node being this host.
+   */
+  private static String sparkJarsOnEveryNode() throws IOException {
+    return Stream.of(sparkClasspath(), sparkYarnClasspath())
+        .flatMap(cp -> Stream.of(cp.split(File.pathSeparator)))
+        .map(jar -> "local:" + jar)
+        .collect(Collectors.joining(","));
   }
 
   /** A Spark conf directory holding the doc's {@code spark-defaults.conf} lines. */
@@ -339,20 +599,34 @@ class GettingStartedIT {
 
   /** Runs {@code SparkSubmit} with {@code args} in a child JVM of Spark's classpath alone. */
   private String run(List<String> args, Path confDir) throws Exception {
+    return run(args, confDir, List.of(), Map.of());
+  }
+
+  /**
+   * Runs {@code SparkSubmit} with {@code args} in a child JVM of Spark's classpath followed by
+   * {@code moreClasspath}, with {@code environment} added to its own.
+   */
+  private String run(
+      List<String> args, Path confDir, List<String> moreClasspath, Map<String, String> environment)
+      throws Exception {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(shellWords(System.getProperty("streamstate.sparkJvmFlags")));
     command.add("-Xmx1536m");
     command.add("-cp");
-    command.add(
-        Files.readString(Path.of(System.getProperty("streamstate.sparkClasspathFile"))).trim());
+    List<String> classpath = new ArrayList<>();
+    classpath.add(sparkClasspath());
+    classpath.addAll(moreClasspath);
+    command.add(String.join(File.pathSeparator, classpath));
     command.add("org.apache.spark.deploy.SparkSubmit");
     // Test-only additions (see the class comment), before the application's jar.
     command.addAll(List.of("--conf", "spark.ui.enabled=false"));
     command.addAll(List.of("--conf", "spark.driver.host=127.0.0.1"));
     command.addAll(List.of("--conf", "spark.driver.bindAddress=127.0.0.1"));
     command.addAll(args);
-    return runChild(command, Map.of("SPARK_CONF_DIR", confDir.toString()));
+    Map<String, String> childEnvironment = new HashMap<>(environment);
+    childEnvironment.put("SPARK_CONF_DIR", confDir.toString());
+    return runChild(command, childEnvironment);
   }
 
   /** Runs {@code command} with {@code environment} added, Spark's on loopback; its output. */
