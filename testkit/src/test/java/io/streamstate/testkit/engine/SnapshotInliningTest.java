@@ -5,14 +5,19 @@ import static io.streamstate.testkit.engine.EngineFixture.writeVersion;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.StoreFiles;
+import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.format.SnapshotManifest;
 import io.streamstate.testkit.InMemoryStorage;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -110,6 +115,34 @@ class SnapshotInliningTest {
       store.snapshotNow();
       assertThat(ssts(durable)).isNotEmpty();
       assertThat(store.metrics().snapshot().sstFilesUploaded()).isEqualTo(ssts(durable).size());
+    }
+  }
+
+  @Test
+  void theSnapshotCarriesTheLiveKeyFiltersAndARestoreTakesThem() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    try (VersionedStore store = open(durable, StoreOptions.defaults(), "a")) {
+      commit(store, 1, 5);
+      store.snapshotNow();
+    }
+    String snapshot =
+        durable.names().stream().filter(n -> n.startsWith("snapshot/")).findFirst().orElseThrow();
+    SnapshotManifest manifest =
+        StoreFiles.readManifest(durable, StoreLayout.parseSnapshot(snapshot));
+    assertThat(manifest.files())
+        .filteredOn(e -> e.localName().equals("streamstate-live-keys"))
+        .singleElement()
+        .matches(e -> !e.isShared() && e.inlineContent().length > 0, "inline, not empty");
+    // Restored: the file was written into the new local directory and taken by the instance (it
+    // describes the files as checkpointed, so it must not stay behind), and reads are exact.
+    try (VersionedStore fresh = reopenFromSnapshotsAlone(durable, StoreOptions.defaults());
+        StateTransaction tx = fresh.begin(5)) {
+      assertState(tx, 5);
+      try (Stream<Path> files = Files.walk(tmp.resolve("b"))) {
+        assertThat(files.map(f -> f.getFileName().toString()))
+            .contains("CURRENT")
+            .doesNotContain("streamstate-live-keys");
+      }
     }
   }
 

@@ -36,6 +36,32 @@ final class LiveKeyFilter {
     this.capacity = capacity;
   }
 
+  /**
+   * A filter with the given capacity, count of keys added and bits, as {@link #capacity}, {@link
+   * #added} and {@link #bits} gave them (a stored filter read back).
+   *
+   * @throws IllegalArgumentException the three do not describe a filter of this shape
+   */
+  static LiveKeyFilter of(long capacity, long added, long[] bits) {
+    if (capacity < 64 || capacity > MAX_KEYS || added < 0) {
+      throw new IllegalArgumentException(
+          "capacity " + capacity + " and keys added " + added + " are out of range");
+    }
+    LiveKeyFilter filter = new LiveKeyFilter(capacity);
+    if (filter.bits.length != bits.length) {
+      throw new IllegalArgumentException(
+          "a filter of capacity "
+              + capacity
+              + " holds "
+              + filter.bits.length
+              + " longs, not "
+              + bits.length);
+    }
+    System.arraycopy(bits, 0, filter.bits, 0, bits.length);
+    filter.added = added;
+    return filter;
+  }
+
   /** An empty filter with room for {@code capacity} keys. */
   static LiveKeyFilter withCapacity(long capacity) {
     return new LiveKeyFilter(Math.max(64, Math.min(capacity, MAX_KEYS)));
@@ -89,6 +115,19 @@ final class LiveKeyFilter {
   /** Whether so many keys were added past its capacity that it would answer "may be" to most. */
   boolean saturated() {
     return added > 3 * capacity;
+  }
+
+  long capacity() {
+    return capacity;
+  }
+
+  long added() {
+    return added;
+  }
+
+  /** The bits themselves (not a copy): only for writing them out under the store's lock. */
+  long[] bits() {
+    return bits;
   }
 
   long sizeBytes() {

@@ -3,6 +3,7 @@ package io.streamstate.core.engine.local;
 import io.streamstate.core.engine.ByteKeys;
 import io.streamstate.core.error.StreamStateException;
 import io.streamstate.core.format.Changelog;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,6 +31,8 @@ import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one owner of a RocksDB instance's native handles. Every call checks that the instance is open
@@ -43,6 +46,7 @@ import org.rocksdb.WriteOptions;
  * @apiNote Internal: public for the engine's packages only.
  */
 public final class LocalDb implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalDb.class);
   public static final String DEFAULT_FAMILY = "default";
 
   private final String storeName;
@@ -172,8 +176,41 @@ public final class LocalDb implements AutoCloseable {
     }
     if (fresh) {
       liveKeyFilters.put(DEFAULT_FAMILY, LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
+    } else {
+      takeStoredFilters();
     }
     openDatabases.add(this);
+  }
+
+  /**
+   * Takes the live-key filters a checkpoint wrote beside its files (restored from a snapshot), for
+   * the families this instance has. The file goes first: it describes the files as they were
+   * checkpointed, and this instance changes from now on. One that does not verify gives no filters.
+   */
+  private void takeStoredFilters() {
+    Path file = dir.resolve(LiveKeyFilterFile.NAME);
+    if (!Files.exists(file)) {
+      return;
+    }
+    Map<String, LiveKeyFilter> stored;
+    try {
+      stored = LiveKeyFilterFile.read(file);
+      Files.delete(file);
+    } catch (IOException e) {
+      LOG.warn("Store {}: not using the stored live-key filters: {}", storeName, e.getMessage());
+      try {
+        Files.deleteIfExists(file);
+      } catch (IOException ignored) {
+        // a file left behind is read again only by a reopen of this directory, which checks it
+      }
+      return;
+    }
+    stored.forEach(
+        (family, filter) -> {
+          if (families.containsKey(family)) {
+            liveKeyFilters.put(family, filter);
+          }
+        });
   }
 
   /**
@@ -506,6 +543,26 @@ public final class LocalDb implements AutoCloseable {
       checkpoint.createCheckpoint(target.toString());
     } catch (RocksDBException e) {
       throw failure("checkpoint", e);
+    }
+    // The filters as of exactly these files: the caller holds the store's lock, so no apply runs.
+    Map<String, LiveKeyFilter> filters = new LinkedHashMap<>();
+    for (String family : families.keySet()) {
+      LiveKeyFilter filter = liveKeyFilters.get(family);
+      if (filter != null) {
+        filters.put(family, filter);
+      }
+    }
+    if (!filters.isEmpty()) {
+      try {
+        LiveKeyFilterFile.write(target.resolve(LiveKeyFilterFile.NAME), filters);
+      } catch (IOException e) {
+        StreamStateException diskFull =
+            space.diskFullOrNull("writing live-key filters into " + target, e);
+        throw diskFull != null
+            ? diskFull
+            : new StreamStateException(
+                "Cannot write live-key filters into checkpoint " + target + ": " + e, e);
+      }
     }
   }
 

@@ -1,15 +1,21 @@
 package io.streamstate.core.engine.local;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.format.Changelog;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.function.IntPredicate;
+import java.util.zip.CRC32C;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -215,5 +221,96 @@ class LiveKeyFilterTest {
     } finally {
       db.close();
     }
+  }
+
+  @Test
+  void aCheckpointCarriesTheFiltersAndAnInstanceOpenedOnItReadsFilteredAndRight() throws Exception {
+    LocalDb db = open("live");
+    Path checkpoint = tmp.resolve("checkpoint");
+    try {
+      db.apply(puts(1, 0, 4_000, i -> false));
+      db.apply(puts(2, 0, 4_000, i -> i % 3 == 0));
+      db.checkpoint(checkpoint);
+      db.apply(puts(3, 4_000, 5_000, i -> false)); // after the checkpoint: not in its files
+    } finally {
+      db.close();
+    }
+    assertThat(checkpoint.resolve(LiveKeyFilterFile.NAME)).exists();
+    LocalDb restored =
+        LocalDb.open(
+            "s", checkpoint, budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+    try {
+      assertThat(restored.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      // Taken, not left: the directory changes from here on, the file would describe the past.
+      assertThat(checkpoint.resolve(LiveKeyFilterFile.NAME)).doesNotExist();
+      assertReads(restored, 4_000, i -> i % 3 != 0);
+      restored.apply(puts(3, 4_000, 6_000, i -> i % 7 == 0)); // the replay after a restore
+      assertThat(restored.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      assertReads(restored, 6_000, i -> i >= 4_000 ? i % 7 != 0 : i % 3 != 0);
+    } finally {
+      restored.close();
+    }
+  }
+
+  @Test
+  void storedFiltersThatDoNotVerifyAreNotUsedAndReadsStayRight() throws Exception {
+    LocalDb db = open("corrupt");
+    Path checkpoint = tmp.resolve("corrupt-checkpoint");
+    try {
+      db.apply(puts(1, 0, 3_000, i -> false));
+      db.checkpoint(checkpoint);
+    } finally {
+      db.close();
+    }
+    Path file = checkpoint.resolve(LiveKeyFilterFile.NAME);
+    byte[] bytes = Files.readAllBytes(file);
+    // Every bit of the first filter's first block cleared: as stored, it would rule out keys that
+    // are there. The CRC catches it.
+    Arrays.fill(bytes, 43, 43 + 64, (byte) 0); // after the header, the name and 20 bytes
+    Files.write(file, bytes);
+    assertThatThrownBy(() -> LiveKeyFilterFile.read(file))
+        .hasMessageContaining(file.toString())
+        .hasMessageContaining("CRC32C");
+    LocalDb restored =
+        LocalDb.open(
+            "s", checkpoint, budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+    try {
+      assertThat(restored.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isFalse();
+      assertThat(file).doesNotExist();
+      assertReads(restored, 3_000, i -> true);
+    } finally {
+      restored.close();
+    }
+  }
+
+  @Test
+  void theFileFormatRefusesLengthsPastItsEndAndKeepsFiltersExactly() throws Exception {
+    LiveKeyFilter a = LiveKeyFilter.withCapacity(1_000);
+    LiveKeyFilter b = LiveKeyFilter.withCapacity(70_000);
+    for (int i = 0; i < 900; i++) {
+      a.add(key(i));
+      b.add(key(-i));
+    }
+    Path file = tmp.resolve("filters");
+    Map<String, LiveKeyFilter> filters = new LinkedHashMap<>();
+    filters.put("default", a);
+    filters.put("f\u00e9", b);
+    LiveKeyFilterFile.write(file, filters);
+    Map<String, LiveKeyFilter> back = LiveKeyFilterFile.read(file);
+    assertThat(back).containsOnlyKeys("default", "f\u00e9");
+    assertThat(back.get("default").bits()).isEqualTo(a.bits());
+    assertThat(back.get("f\u00e9").bits()).isEqualTo(b.bits());
+    assertThat(back.get("f\u00e9").added()).isEqualTo(900);
+    assertThat(back.get("f\u00e9").capacity()).isEqualTo(b.capacity());
+    // A forged name length, the CRC recomputed so that only the bound can catch it.
+    byte[] bytes = Files.readAllBytes(file);
+    ByteBuffer.wrap(bytes).putInt(12, Integer.MAX_VALUE);
+    CRC32C crc = new CRC32C();
+    crc.update(bytes, 0, bytes.length - 4);
+    ByteBuffer.wrap(bytes).putInt(bytes.length - 4, (int) crc.getValue());
+    Files.write(file, bytes);
+    assertThatThrownBy(() -> LiveKeyFilterFile.read(file))
+        .hasMessageContaining(file.toString())
+        .hasMessageContaining("runs past the end");
   }
 }
