@@ -84,7 +84,7 @@ class ExactlyOnceKafkaKillIT {
 
   @Test
   void driverSideBatchesSurviveRepeatedKills() throws Exception {
-    runScenario("driver", Integer.getInteger("streamstate.kafkaKills", 10));
+    runScenario("driver", Integer.getInteger("streamstate.kafkaKills", 6));
   }
 
   @Test
