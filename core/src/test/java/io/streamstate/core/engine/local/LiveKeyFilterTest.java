@@ -45,8 +45,12 @@ class LiveKeyFilterTest {
   }
 
   private LocalDb open(String dir) {
+    return openAt(tmp.resolve(dir));
+  }
+
+  private LocalDb openAt(Path dir) {
     return LocalDb.open(
-        "s", tmp.resolve(dir), budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+        "s", dir, budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
   }
 
   private static byte[] key(int i) {
@@ -236,9 +240,7 @@ class LiveKeyFilterTest {
       db.close();
     }
     assertThat(checkpoint.resolve(LiveKeyFilterFile.NAME)).exists();
-    LocalDb restored =
-        LocalDb.open(
-            "s", checkpoint, budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+    LocalDb restored = openAt(checkpoint);
     try {
       assertThat(restored.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
       // Taken, not left: the directory changes from here on, the file would describe the past.
@@ -271,9 +273,7 @@ class LiveKeyFilterTest {
     assertThatThrownBy(() -> LiveKeyFilterFile.read(file))
         .hasMessageContaining(file.toString())
         .hasMessageContaining("CRC32C");
-    LocalDb restored =
-        LocalDb.open(
-            "s", checkpoint, budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+    LocalDb restored = openAt(checkpoint);
     try {
       assertThat(restored.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isFalse();
       assertThat(file).doesNotExist();
