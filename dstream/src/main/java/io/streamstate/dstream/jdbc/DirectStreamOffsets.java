@@ -40,7 +40,9 @@ import org.apache.spark.streaming.kafka010.OffsetRange;
  * zombie and its replacement) serialize on the row locks: the second sees the first's commit and
  * skips. For a partition's first batch, where there is no row to lock, the primary key decides: the
  * second insert fails, the transaction rolls back, and the batch is decided again from the
- * committed rows.
+ * committed rows. So it is when a writer reads some rows absent and others committed (the other
+ * writer committed between its reads): the mix is decided again in a fresh transaction, and is a
+ * mismatch only if it is still there.
  *
  * <p>Serializable: the instance can be captured by a Spark task ({@link #writePartition}). Create
  * it with {@link ExactlyOnceJdbc#forDirectStream}, on the driver.
@@ -239,6 +241,7 @@ public final class DirectStreamOffsets implements Serializable {
     List<String> mismatches = new ArrayList<>();
     List<String> committed = new ArrayList<>();
     List<String> fresh = new ArrayList<>();
+    int absent = 0;
     try (PreparedStatement s = c.prepareStatement(select)) {
       for (OffsetRange r : ranges) {
         s.setString(1, app);
@@ -251,6 +254,7 @@ public final class DirectStreamOffsets implements Serializable {
           }
         }
         stored.add(value);
+        absent += value == null ? 1 : 0;
         String name = r.topic() + "-" + r.partition();
         if (value == null || (value == r.fromOffset() && r.fromOffset() != r.untilOffset())) {
           fresh.add(name);
@@ -284,6 +288,20 @@ public final class DirectStreamOffsets implements Serializable {
               + String.join("; ", mismatches)
               + ". Was the stream started from other offsets than storedOffsets(...), or is"
               + " another driver of the same app ahead of this one?");
+    }
+    if (!committed.isEmpty() && absent > 0 && when.isEmpty()) {
+      // A first row has nothing to lock: another writer of this batch may have committed its
+      // rows between two of these reads. Decide again in a fresh transaction, which sees them all.
+      throw new Transactions.ConcurrentWriterSeen(
+          "the batch of app "
+              + app
+              + " is committed in "
+              + table
+              + " for "
+              + committed
+              + " but had no row for "
+              + fresh
+              + " when read, moments before");
     }
     if (!committed.isEmpty() && !fresh.isEmpty()) {
       throw new OffsetMismatchException(

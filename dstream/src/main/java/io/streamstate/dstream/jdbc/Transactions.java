@@ -26,6 +26,20 @@ final class Transactions {
     BatchOutcome run(Connection connection) throws SQLException;
   }
 
+  /**
+   * Thrown by a body whose locking reads saw only part of another writer's commit: rows absent when
+   * read that the other writer inserted, and committed, by the time of the next read (a first row
+   * has nothing to lock). Like a unique-key violation, the outcome is then decided by reread in a
+   * fresh transaction, which sees the whole commit.
+   */
+  static final class ConcurrentWriterSeen extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    ConcurrentWriterSeen(String message) {
+      super(message, null, false, false);
+    }
+  }
+
   static String checkTableName(String name) {
     if (name == null || !TABLE_NAME.matcher(name).matches()) {
       throw new IllegalArgumentException(
@@ -49,8 +63,9 @@ final class Transactions {
   /**
    * Runs body in one READ COMMITTED transaction: commits when it returns COMMITTED, rolls back
    * otherwise or on any exception. A unique-key violation means another writer inserted the same
-   * partition's (or sink's) first row concurrently and committed first: the outcome is then decided
-   * by reread in a fresh transaction, once the winner is visible.
+   * partition's (or sink's) first row concurrently and committed first; {@link
+   * ConcurrentWriterSeen}, that the body saw part of such a commit. Either way the outcome is then
+   * decided by reread in a fresh transaction, once the winner is visible.
    */
   static BatchOutcome run(JdbcConnectionFactory factory, String what, Body body, Reread reread) {
     try (Connection c = factory.open()) {
@@ -60,7 +75,7 @@ final class Transactions {
       // error.
       c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
       BatchOutcome outcome = null;
-      SQLException violation = null;
+      Exception violation = null;
       try {
         outcome = body.run(c);
         if (outcome != BatchOutcome.COMMITTED) {
@@ -73,6 +88,9 @@ final class Transactions {
           throw new ExactlyOnceOutputException(
               "Cannot commit " + what + ": " + e.getMessage() + " (rolled back)", e);
         }
+        violation = e;
+      } catch (ConcurrentWriterSeen e) {
+        rollbackQuietly(c, e);
         violation = e;
       } catch (RuntimeException | Error e) {
         rollbackQuietly(c, e);
@@ -93,7 +111,8 @@ final class Transactions {
               e);
         }
       }
-      // Lost the race to insert the first row: the winner has committed; decide again.
+      // Lost the race to insert a first row, or saw part of the winner's commit: the winner has
+      // committed; decide again.
       try {
         BatchOutcome again = reread.run(c);
         c.rollback();

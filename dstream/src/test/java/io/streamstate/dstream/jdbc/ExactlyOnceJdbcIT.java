@@ -220,6 +220,66 @@ class ExactlyOnceJdbcIT {
   }
 
   @Test
+  void aFirstCommitSeenBetweenTwoReadsIsAReplayNotAMismatch() {
+    DirectStreamOffsets other = ExactlyOnceJdbc.forDirectStream(connections, "app");
+    OffsetRange[] batch = {OffsetRange.create("t", 0, 0, 10), OffsetRange.create("t", 1, 0, 10)};
+    String u = url;
+    AtomicInteger lockingReads = new AtomicInteger();
+    // This writer's first locking read finds no row for t-0 (nothing to lock); right after it, the
+    // other writer commits the whole batch, so the second read finds t-1 committed: the
+    // interleaving two concurrent first commits can have.
+    JdbcConnectionFactory otherCommitsAfterFirstRead =
+        () -> {
+          Connection real = DriverManager.getConnection(u);
+          return (Connection)
+              Proxy.newProxyInstance(
+                  Connection.class.getClassLoader(),
+                  new Class<?>[] {Connection.class},
+                  (proxy, method, args) -> {
+                    Object result = invoke(method, real, args);
+                    if (method.getName().equals("prepareStatement")
+                        && ((String) args[0]).endsWith("FOR UPDATE")) {
+                      PreparedStatement statement = (PreparedStatement) result;
+                      return Proxy.newProxyInstance(
+                          PreparedStatement.class.getClassLoader(),
+                          new Class<?>[] {PreparedStatement.class},
+                          (p, m, a) -> {
+                            Object r = invoke(m, statement, a);
+                            if (m.getName().equals("executeQuery")
+                                && lockingReads.incrementAndGet() == 1) {
+                              assertThat(other.writeBatch(batch, c -> add(c, "a", 1)))
+                                  .isEqualTo(BatchOutcome.COMMITTED);
+                            }
+                            return r;
+                          });
+                    }
+                    return result;
+                  });
+        };
+    DirectStreamOffsets interleaved =
+        ExactlyOnceJdbc.forDirectStream(otherCommitsAfterFirstRead, "app");
+
+    assertThat(interleaved.writeBatch(batch, c -> add(c, "a", 1)))
+        .isEqualTo(BatchOutcome.SKIPPED_REPLAY);
+    assertThat(lockingReads.get())
+        .as("locking reads: two, then two again after the mix")
+        .isEqualTo(4);
+    assertThat(total("a")).isEqualTo(1);
+    assertThat(other.storedOffsets("t"))
+        .containsExactlyInAnyOrderEntriesOf(
+            Map.of(new TopicPartition("t", 0), 10L, new TopicPartition("t", 1), 10L));
+  }
+
+  private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args)
+      throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
+  }
+
+  @Test
   void foreachBatchSkipsReplayedBatchIds() {
     ForeachBatchOutput sink = ExactlyOnceJdbc.forForeachBatch(connections, "sums");
     assertThat(sink.lastCommittedBatchId()).isEqualTo(OptionalLong.empty());
