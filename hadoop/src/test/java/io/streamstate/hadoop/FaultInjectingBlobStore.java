@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 import org.gaul.s3proxy.blobstore.BlobStore;
 import org.gaul.s3proxy.blobstore.ForwardingBlobStore;
 import org.gaul.s3proxy.blobstore.domain.MultipartUpload;
@@ -115,6 +116,17 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
     for (Kind k : Kind.values()) {
       injected.put(k, new AtomicLong());
     }
+  }
+
+  /** The keys the listing lag applies to (all by default). */
+  private volatile Predicate<String> laggingKeys = key -> true;
+
+  /**
+   * Lags only new keys that {@code keys} accepts (the plan's lag; all keys by default): for a test
+   * of one reader's handling of the lag.
+   */
+  public void lagOnly(Predicate<String> keys) {
+    this.laggingKeys = keys;
   }
 
   /** Sets the lasting behaviour (listing lag, timestamps) and the request fault rates. */
@@ -317,7 +329,7 @@ public final class FaultInjectingBlobStore extends ForwardingBlobStore {
   /** A new object: out of listings for the lag (an overwritten one stays listed, as it was). */
   private void written(String bucket, String key) {
     long lag = plan.listingLagMillis();
-    if (lag > 0) {
+    if (lag > 0 && laggingKeys.test(key)) {
       listedFrom.put(bucket + "/" + key, System.currentTimeMillis() + lag);
     }
   }
