@@ -126,8 +126,10 @@ import org.slf4j.LoggerFactory;
  * <p>Everything but {@code createAtomic} behaves as Spark's {@link
  * FileSystemBasedCheckpointFileManager}, to which it delegates ({@code open}, {@code list}, {@code
  * exists}, {@code delete} recursive and silent on a missing path, {@code isLocal}), except that
- * directories on local disk are made with {@code java.nio}, and that on object stores {@link #list}
- * of a directory not found is empty (listings may lag behind writes).
+ * directories on local disk are made with {@code java.nio}, and that on object stores, whose
+ * listings may lag behind writes, {@link #list} of a directory not found is empty and the newest
+ * entries of Spark's logs that a listing left out are found by name ({@link UnlistedLogEntries},
+ * for {@link #exists} of a log directory too).
  */
 public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private static final Logger LOG = LoggerFactory.getLogger(RenameFreeCheckpointFileManager.class);
@@ -266,7 +268,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
             files.forEach(f -> listed.add(f.getFileName().toString()));
           }
         } else {
-          for (FileStatus f : fs.listStatus(dir)) {
+          for (FileStatus f : consistentListing(dir, p -> true)) {
             listed.add(f.getPath().getName());
           }
         }
@@ -345,13 +347,24 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   @Override
   public FileStatus[] list(Path path, PathFilter filter) {
     return journaled.withJournaledEntries(
-        path, filter, withoutHedgeCopies(listDirectory(path, filter)));
+        path, filter, withoutHedgeCopies(consistentListing(path, filter)));
   }
 
   @Override
   public FileStatus[] list(Path path) {
     return journaled.withJournaledEntries(
-        path, p -> true, withoutHedgeCopies(listDirectory(path, p -> true)));
+        path, p -> true, withoutHedgeCopies(consistentListing(path, p -> true)));
+  }
+
+  /**
+   * The directory's listing; on an object store, with the newest entries of a Spark log that the
+   * listing left out found by their names ({@link UnlistedLogEntries}).
+   */
+  private FileStatus[] consistentListing(Path path, PathFilter filter) {
+    FileStatus[] listed = listDirectory(path, filter);
+    return method == CreateIfAbsent.Method.CONDITIONAL_CREATE
+        ? UnlistedLogEntries.withUnlisted(fs, path, filter, listed)
+        : listed;
   }
 
   /**
@@ -359,7 +372,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
    * directory is only the common prefix of its objects (or a marker object), and a store whose
    * listings lag behind writes shows one just made (Spark's {@code mkdirs} before its first list)
    * as absent: an empty listing is the same stale answer as one missing its newest entries, which
-   * Spark's logs already meet with create-if-absent.
+   * {@link #consistentListing} completes for Spark's logs.
    */
   private FileStatus[] listDirectory(Path path, PathFilter filter) {
     try {
@@ -417,7 +430,16 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         return false;
       }
     }
-    return delegate.exists(path);
+    boolean exists = delegate.exists(path);
+    if (!exists
+        && method == CreateIfAbsent.Method.CONDITIONAL_CREATE
+        && SparkLogEntries.isSparkLogDirectory(path)) {
+      // An object store tells a directory by listing its prefix: a log whose every entry is still
+      // out of the listings (all written within the lag) looks absent, and Spark, asking this
+      // before it lists, would start the query afresh. Ask for its entries by name.
+      return consistentListing(path, p -> true).length > 0;
+    }
+    return exists;
   }
 
   /**

@@ -37,18 +37,25 @@ final class SparkLogEntries {
    */
   static boolean isHedgedLogEntry(Path path) {
     Path parent = path.getParent();
-    if (parent == null || !HedgedLogWrites.isEntryName(path.getName())) {
-      return false;
-    }
-    String dir = parent.getName();
-    if (dir.equals("offsets") || dir.equals("commits") || dir.equals("_spark_metadata")) {
+    return parent != null
+        && HedgedLogWrites.isEntryName(path.getName())
+        && isSparkLogDirectory(parent);
+  }
+
+  /**
+   * The directories of those logs: {@code offsets}, {@code commits}, {@code _spark_metadata}, and
+   * {@code sources/<i>}.
+   */
+  static boolean isSparkLogDirectory(Path dir) {
+    String name = dir.getName();
+    if (name.equals("offsets") || name.equals("commits") || name.equals("_spark_metadata")) {
       return true;
     }
-    Path grandParent = parent.getParent();
-    return grandParent != null
-        && grandParent.getName().equals("sources")
-        && !dir.isEmpty()
-        && dir.chars().allMatch(Character::isDigit);
+    Path parent = dir.getParent();
+    return parent != null
+        && parent.getName().equals("sources")
+        && !name.isEmpty()
+        && name.chars().allMatch(Character::isDigit);
   }
 
   /** Entries of Spark's offset and commit logs: {@code offsets/<n>}, {@code commits/<n>}. */
