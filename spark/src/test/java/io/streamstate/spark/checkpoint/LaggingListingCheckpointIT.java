@@ -7,7 +7,6 @@ import io.streamstate.hadoop.S3ProxyFixture;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -16,8 +15,8 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link RenameFreeCheckpointFileManager} on S3A against a store whose listings lag behind writes
  * (S3Proxy behind {@link FaultInjectingBlobStore}): a directory just made, or holding only objects
- * not listed yet, lists as empty, as Spark's logs expect of a directory they made, instead of
- * failing with {@code FileNotFoundException}.
+ * not listed yet, lists without failing with {@code FileNotFoundException}; a log's entries not
+ * listed yet are found by name, any other directory's objects not listed yet are not listed.
  */
 class LaggingListingCheckpointIT {
   private static S3ProxyFixture s3;
@@ -42,7 +41,7 @@ class LaggingListingCheckpointIT {
   }
 
   @Test
-  void aDirectoryWhoseObjectsAreNotListedYetListsAsEmpty() throws Exception {
+  void aDirectoryWhoseObjectsAreNotListedYetListsWithoutFailing() throws Exception {
     Configuration conf = new Configuration(s3.conf());
     Path checkpoint = S3ProxyFixture.path("lagging/checkpoint");
     RenameFreeCheckpointFileManager fm = new RenameFreeCheckpointFileManager(checkpoint, conf);
@@ -52,9 +51,16 @@ class LaggingListingCheckpointIT {
       out.write("v1\n{}".getBytes(StandardCharsets.UTF_8));
     }
 
-    FileStatus[] listed = fm.list(log);
+    Path other = new Path(checkpoint, "state/0/0");
+    fm.mkdirs(other);
+    try (OutputStream out = fm.createAtomic(new Path(other, "1.delta"), true)) {
+      out.write(new byte[] {1});
+    }
 
-    assertThat(listed).isEmpty();
+    // A log's entry not listed yet is found by name (UnlistedLogEntries).
+    assertThat(fm.list(log)).extracting(f -> f.getPath().getName()).containsExactly("0");
+    // Another directory lists as the store lists it: empty, not FileNotFoundException.
+    assertThat(fm.list(other)).isEmpty();
     assertThat(store.injected().get(FaultInjectingBlobStore.Kind.LISTING_LAG)).isPositive();
     // Reads by name see the entry at once.
     assertThat(fm.exists(new Path(log, "0"))).isTrue();
