@@ -175,9 +175,13 @@ class HedgedFileCommitProtocolTest {
     assertThat(Files.readAllBytes(localOf(reported.get(0)))).isEqualTo(small);
     assertThat(Files.readAllBytes(localOf(reported.get(1)))).isEqualTo(large);
     // The primaries failed after their hedge had completed: withdrawn, only the reported stay.
-    assertThat(filesUnder(out))
-        .containsExactlyInAnyOrderElementsOf(
-            reported.stream().map(s -> localOf(s).getFileName().toString()).toList());
+    // Each loser cleans up on its own thread after commitTask returned (h5): wait for that.
+    List<String> reportedNames =
+        reported.stream().map(s -> localOf(s).getFileName().toString()).toList();
+    org.awaitility.Awaitility.await("the losing primaries withdrawn")
+        .atMost(java.time.Duration.ofSeconds(30))
+        .untilAsserted(
+            () -> assertThat(filesUnder(out)).containsExactlyInAnyOrderElementsOf(reportedNames));
   }
 
   @Test
