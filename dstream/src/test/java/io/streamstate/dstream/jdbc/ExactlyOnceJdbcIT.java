@@ -347,15 +347,11 @@ class ExactlyOnceJdbcIT {
                   Connection.class.getClassLoader(),
                   new Class<?>[] {Connection.class},
                   (proxy, method, args) -> {
-                    try {
-                      Object result = method.invoke(real, args);
-                      if (method.getName().equals("commit")) {
-                        throw new SQLException("connection reset after commit", "08006");
-                      }
-                      return result;
-                    } catch (InvocationTargetException e) {
-                      throw e.getCause();
+                    Object result = invoke(method, real, args);
+                    if (method.getName().equals("commit")) {
+                      throw new SQLException("connection reset after commit", "08006");
                     }
+                    return result;
                   });
         };
     DirectStreamOffsets failing =
