@@ -25,7 +25,6 @@ import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import scala.Option;
 
 /**
@@ -37,7 +36,12 @@ class ConfigurationLogTest {
   private static final StructType KEY = new StructType().add("k", DataTypes.StringType);
   private static final StructType VALUE = new StructType().add("v", DataTypes.IntegerType);
 
-  @TempDir Path work;
+  /**
+   * Not a {@code @TempDir}: a store's storage clock probes in the background (writing under {@code
+   * _clock/} of the state directory) and may still do so after the provider closed, which made
+   * JUnit's deletion of a temporary directory fail once; the build's target holds it instead.
+   */
+  private final Path work = TestSessions.newWorkDir(ConfigurationLogTest.class);
 
   private final List<String> log = new CopyOnWriteArrayList<>();
   private org.apache.logging.log4j.core.Logger logger;
