@@ -10,6 +10,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -124,7 +125,8 @@ class FaultScheduleIT {
       List<String> fired,
       Map<FaultPlan.Kind, Long> injected,
       Map<String, Long> storageByTarget,
-      int redrawn) {}
+      int redrawn,
+      boolean regrouped) {}
 
   /** Draws for a schedule that fired nothing before giving up on its seed. */
   private static final int MAX_DRAWS = 3;
@@ -147,13 +149,14 @@ class FaultScheduleIT {
 
   private static ScheduleResult runDraw(long seed, boolean logJournals, int redrawn)
       throws Exception {
-    Path dir = work.resolve("schedule-" + seed);
-    Files.createDirectories(dir);
+    // A temporary name: with -Dstreamstate.faults.seed, every test runs the same seed.
+    Path dir = Files.createTempDirectory(work, "schedule-" + seed + "-");
     FaultPlan plan =
         FaultPlan.generate(seed, dir.toAbsolutePath() + "/", BATCHES, PARTITIONS, logJournals);
     FaultPlan.install(plan);
     String outcome;
     boolean ok;
+    boolean regrouped = false;
     long lost = 0;
     long doubled = 0;
     int restarts = MAX_RESTARTS;
@@ -168,14 +171,23 @@ class FaultScheduleIT {
               seed,
               MAX_RESTARTS);
       List<String> output = ReliabilityQuery.readOutput(dir.resolve("out"));
-      ReliabilityQuery.Difference diff = ReliabilityQuery.Difference.of(reference, output);
+      BatchGrouping grouping =
+          // Read past faultfs: the plan is still installed, and its faults are for the run.
+          BatchGrouping.read(
+              dir.resolve("checkpoint").toUri().toString(), spark.sessionState().newHadoopConf());
+      regrouped = !grouping.isOneFilePerBatch();
+      List<String> expected = regrouped ? referenceFor(grouping) : reference;
+      ReliabilityQuery.Difference diff = ReliabilityQuery.Difference.of(expected, output);
       List<FaultPlan.TaskFault> notAfterCommit = plan.afterCommitFaultsNotProven();
       ok = diff.none() && !output.isEmpty() && notAfterCommit.isEmpty();
       lost = diff.lost().size();
       doubled = diff.doubled().size();
       restarts = run.restarts();
       outcome =
-          (diff.none() ? "matches" : "DIFFERS lost " + diff.lost() + " doubled " + diff.doubled())
+          (regrouped ? "batches regrouped " + grouping + ", against a reference with those; " : "")
+              + (diff.none()
+                  ? "matches"
+                  : "DIFFERS lost " + diff.lost() + " doubled " + diff.doubled())
               + (output.isEmpty() ? ", EMPTY OUTPUT" : "")
               + (notAfterCommit.isEmpty() ? "" : ", NOT AFTER THE COMMIT " + notAfterCommit)
               + ", restarts "
@@ -184,6 +196,9 @@ class FaultScheduleIT {
     } catch (AssertionError e) {
       ok = false;
       outcome = "DID NOT RECOVER: " + e.getMessage();
+    } catch (IllegalStateException e) {
+      ok = false;
+      outcome = "BATCHES NOT READABLE OR NOT REPRODUCIBLE: " + e.getMessage();
     } finally {
       FaultPlan.uninstall(plan);
     }
@@ -197,7 +212,41 @@ class FaultScheduleIT {
         plan.firedFaults(),
         plan.injectedByKind(),
         plan.firedStorageByTarget(),
-        redrawn);
+        redrawn,
+        regrouped);
+  }
+
+  /** References of regrouped runs, by grouping (computed once each). */
+  private static final Map<String, List<String>> regroupedReferences = new ConcurrentHashMap<>();
+
+  /**
+   * The fault-free output of Spark's {@code HDFSBackedStateStoreProvider} for the input regrouped
+   * as {@code grouping} ({@link BatchGrouping}), run in a session of its own: schedules run
+   * concurrently, and the provider is a session setting.
+   */
+  private static List<String> referenceFor(BatchGrouping grouping) {
+    return regroupedReferences.computeIfAbsent(
+        grouping.toString(),
+        key -> {
+          try {
+            Path ref = Files.createTempDirectory(work, "reference-regrouped-");
+            grouping.writeRegroupedInput(input, ref.resolve("input"));
+            ReliabilityQuery.runToEnd(
+                spark.newSession(),
+                ReliabilityQuery.HDFS,
+                ref.resolve("input"),
+                ref.resolve("checkpoint").toUri().toString(),
+                ref.resolve("out"),
+                ReliabilityQuery.NO_FAULTS,
+                0);
+            List<String> out = ReliabilityQuery.readOutput(ref.resolve("out"));
+            System.out.printf(
+                "regrouped reference %s (%s): %d rows%n", key, ref.getFileName(), out.size());
+            return out;
+          } catch (Exception e) {
+            throw new IllegalStateException("regrouped reference run failed: " + e, e);
+          }
+        });
   }
 
   @Test
@@ -277,6 +326,7 @@ class FaultScheduleIT {
     pool.shutdown();
     Map<String, Long> byTarget = new TreeMap<>();
     int redrawn = 0;
+    int regrouped = 0;
     for (Future<ScheduleResult> future : results) {
       ScheduleResult r = future.get();
       lost += r.lost();
@@ -285,6 +335,7 @@ class FaultScheduleIT {
       r.injected().forEach((k, v) -> injected.merge(k, v, Long::sum));
       r.storageByTarget().forEach((k, v) -> byTarget.merge(k, v, Long::sum));
       redrawn += r.redrawn();
+      regrouped += r.regrouped() ? 1 : 0;
       if (!r.ok()) {
         failed.add("seed " + r.seed() + ": " + r.outcome());
       }
@@ -297,7 +348,8 @@ class FaultScheduleIT {
                 + ": %d run, %d rows lost, %d rows doubled, %d faults injected (by kind:"
                 + " %s), %d schedules failed, %d query restarts, %d task attempts failed by"
                 + " injection, %d speculative attempts; storage faults by call %s; %d schedules"
-                + " redrawn (nothing fired)",
+                + " redrawn (nothing fired); %d with batches regrouped by a fault between"
+                + " file sources' log entries (compared to a reference run so grouped)",
             seeds.size(),
             lost,
             doubled,
@@ -310,7 +362,8 @@ class FaultScheduleIT {
             TaskFaults.failedAttempts.get() - failedTasksBefore,
             speculativeAttempts.get(),
             byTarget,
-            redrawn);
+            redrawn,
+            regrouped);
     System.out.println(summary);
     Path report = Path.of("target", "reliability", name.replace(' ', '-') + ".txt");
     Files.createDirectories(report.getParent());

@@ -1,5 +1,6 @@
 package io.streamstate.spark.reliability;
 
+import io.streamstate.spark.StreamStateMetrics;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.SparkSession;
@@ -80,20 +81,23 @@ final class TaskFaults {
   }
 
   /**
-   * Whether a stateful operator of this task committed its stores: Spark sets its "number of total
-   * state rows" metric from the committed stores' metrics, after the commit (stream-stream join:
-   * {@code onOutputCompletion}; aggregation: {@code StateStoreSaveExec} after {@code
-   * store.commit()}), and the fault fires only in a task whose operator took rows.
+   * Whether a stateful operator of this task committed its stores. Our stores report their custom
+   * metrics only once committed (before, none), and Spark adds a store's metrics to the operator's
+   * after the commit (stream-stream join: {@code onOutputCompletion}; aggregation and
+   * deduplication: after {@code store.commit()}); of those, the memory cap's share is above 0 for
+   * every committed store, even one the watermark left empty (the row count, used before, is 0
+   * there, and eight soak schedules were wrongly failed by it).
    */
   private static boolean stateCommitted(TaskContext context) {
+    String committedOnly = StreamStateMetrics.MEMORY_CAP.desc();
     scala.collection.Iterator<?> accums = context.taskMetrics().accumulators().iterator();
     while (accums.hasNext()) {
       org.apache.spark.util.AccumulatorV2<?, ?> acc =
           (org.apache.spark.util.AccumulatorV2<?, ?>) accums.next();
       if (acc.name().isDefined()
-          && acc.name().get().equals("number of total state rows")
-          && acc.value() instanceof Long rows
-          && rows > 0) {
+          && acc.name().get().equals(committedOnly)
+          && acc.value() instanceof Long bytes
+          && bytes > 0) {
         return true;
       }
     }
