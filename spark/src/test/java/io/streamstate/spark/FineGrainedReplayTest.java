@@ -25,7 +25,6 @@ import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.util.NextIterator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import scala.Enumeration;
 import scala.Option;
 import scala.Tuple4;
@@ -40,7 +39,9 @@ class FineGrainedReplayTest {
   private static final StructType KEY = new StructType().add("k", DataTypes.StringType, false);
   private static final StructType VALUE = new StructType().add("v", DataTypes.IntegerType, false);
 
-  @TempDir Path work;
+  /** Under target/, not a @TempDir: a store's storage clock may still probe after close. */
+  private final Path work = TestSessions.newWorkDir(FineGrainedReplayTest.class);
+
   private final List<StreamStateProvider> providers = new ArrayList<>();
 
   @AfterEach

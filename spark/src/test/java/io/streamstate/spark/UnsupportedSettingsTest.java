@@ -15,7 +15,6 @@ import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import scala.Option;
 
 /**
@@ -27,7 +26,8 @@ class UnsupportedSettingsTest {
   private static final StructType KEY = new StructType().add("k", DataTypes.StringType);
   private static final StructType VALUE = new StructType().add("v", DataTypes.IntegerType);
 
-  @TempDir Path work;
+  /** Under target/, not a @TempDir: a store's storage clock may still probe after close. */
+  private final Path work = TestSessions.newWorkDir(UnsupportedSettingsTest.class);
 
   private void init(Map<String, String> settings) {
     SQLConf sqlConf = new SQLConf();
