@@ -7,7 +7,6 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -159,9 +158,7 @@ record BatchGrouping(Map<String, List<List<String>>> sources) {
             }
             lines.addAll(Files.readAllLines(from.resolve(name), StandardCharsets.UTF_8));
           }
-          Path file = to.resolve(String.format("part-%05d.json", g));
-          Files.write(file, lines, StandardCharsets.UTF_8);
-          Files.setLastModifiedTime(file, FileTime.fromMillis(1_700_000_000_000L + g * 1000L));
+          ReliabilityQuery.writeBatchFile(to, g, lines);
         }
         if (!taken.equals(all)) {
           throw new IllegalStateException(

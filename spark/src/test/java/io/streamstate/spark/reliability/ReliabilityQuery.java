@@ -170,7 +170,7 @@ public final class ReliabilityQuery {
     return java.time.Instant.ofEpochSecond(seconds).toString();
   }
 
-  private static void writeBatchFile(Path dir, int batch, List<String> lines) throws IOException {
+  static void writeBatchFile(Path dir, int batch, List<String> lines) throws IOException {
     Path file = dir.resolve(String.format("part-%05d.json", batch));
     Files.write(file, lines, StandardCharsets.UTF_8);
     // The file source takes files oldest first: make the order explicit.
