@@ -1,8 +1,6 @@
 package io.streamstate.spark.reliability;
 
-import io.streamstate.spark.checkpoint.RenameFreeCheckpointFileManager;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -16,8 +14,6 @@ import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileStatus;
 
 /**
  * Which input files each data batch of a run of the reliability query took, per file source, read
@@ -39,16 +35,10 @@ record BatchGrouping(Map<String, List<List<String>>> sources) {
   private static final Pattern LOG_OFFSET = Pattern.compile("\"logOffset\":(\\d+)");
   private static final Pattern FILE_PATH = Pattern.compile("\"path\":\"([^\"]+)\"");
 
-  /**
-   * Reads the grouping of the run whose checkpoint is {@code checkpoint}, through our checkpoint
-   * file manager (so that logs kept in log journals are read too) with {@code hadoopConf}.
-   */
-  static BatchGrouping read(String checkpoint, Configuration hadoopConf) {
-    org.apache.hadoop.fs.Path root = new org.apache.hadoop.fs.Path(checkpoint);
-    RenameFreeCheckpointFileManager logs = new RenameFreeCheckpointFileManager(root, hadoopConf);
+  /** Reads the grouping of the run whose checkpoint's logs are {@code logs}. */
+  static BatchGrouping read(SparkLogs logs) {
     Map<Long, long[]> offsets = new TreeMap<>();
-    for (Map.Entry<Long, String> e :
-        entries(logs, new org.apache.hadoop.fs.Path(root, "offsets")).entrySet()) {
+    for (Map.Entry<Long, String> e : logs.entries("offsets").entrySet()) {
       offsets.put(
           e.getKey(),
           LOG_OFFSET
@@ -60,7 +50,7 @@ record BatchGrouping(Map<String, List<List<String>>> sources) {
     int sourceCount = offsets.isEmpty() ? 0 : offsets.values().iterator().next().length;
     Map<String, List<List<String>>> sources = new TreeMap<>();
     for (int s = 0; s < sourceCount; s++) {
-      Map<Long, String> log = entries(logs, new org.apache.hadoop.fs.Path(root, "sources/" + s));
+      Map<Long, String> log = logs.entries("sources/" + s);
       String dir = null;
       List<List<String>> groups = new ArrayList<>();
       long previous = -1;
@@ -69,7 +59,7 @@ record BatchGrouping(Map<String, List<List<String>>> sources) {
         long[] batchOffsets = batch.getValue();
         if (batchOffsets.length != sourceCount) {
           throw new IllegalStateException(
-              checkpoint
+              logs.checkpoint()
                   + "/offsets/"
                   + batch.getKey()
                   + ": "
@@ -82,7 +72,7 @@ record BatchGrouping(Map<String, List<List<String>>> sources) {
           String entry = log.get(id);
           if (entry == null) {
             throw new IllegalStateException(
-                checkpoint
+                logs.checkpoint()
                     + "/sources/"
                     + s
                     + "/"
@@ -173,29 +163,5 @@ record BatchGrouping(Map<String, List<List<String>>> sources) {
   @Override
   public String toString() {
     return sources.toString();
-  }
-
-  /** The entries of the Spark log at {@code dir} by batch id (no compacted logs here: < 10). */
-  private static Map<Long, String> entries(
-      RenameFreeCheckpointFileManager logs, org.apache.hadoop.fs.Path dir) {
-    Map<Long, String> entries = new TreeMap<>();
-    if (!logs.exists(dir)) {
-      return entries;
-    }
-    for (FileStatus f : logs.list(dir)) {
-      String name = f.getPath().getName();
-      if (!name.matches("\\d+")) {
-        if (name.endsWith(".compact")) {
-          throw new IllegalStateException(f.getPath() + ": compacted logs are not read here");
-        }
-        continue;
-      }
-      try (InputStream in = logs.open(f.getPath())) {
-        entries.put(Long.parseLong(name), new String(in.readAllBytes(), StandardCharsets.UTF_8));
-      } catch (IOException e) {
-        throw new UncheckedIOException(f.getPath().toString(), e);
-      }
-    }
-    return entries;
   }
 }

@@ -149,6 +149,46 @@ public final class ReliabilityQuery {
     }
   }
 
+  /** Copies the input directory {@code from} to {@code to} (file times too: they order files). */
+  static Path copyInput(Path from, Path to) throws IOException {
+    for (String side : List.of("left", "right")) {
+      Files.createDirectories(to.resolve(side));
+      try (Stream<Path> files = Files.list(from.resolve(side))) {
+        for (Path f : files.toList()) {
+          Files.copy(
+              f, to.resolve(side).resolve(f.getFileName()), StandardCopyOption.COPY_ATTRIBUTES);
+        }
+      }
+    }
+    return to;
+  }
+
+  /**
+   * Adds to {@code input} one more file per side, after all others: one event each, far past every
+   * window of the input. It moves the watermark past all of them, so that a run whose watermark a
+   * restart held back ({@link SparkLogs#finalWatermarkMs}) emits the windows it would have closed;
+   * it also closes the input's last window, so the output is compared to a reference run whose
+   * input has this file too.
+   */
+  static void writeDrainInput(Path input) {
+    try {
+      for (String side : List.of("left", "right")) {
+        Path dir = input.resolve(side);
+        int next;
+        try (Stream<Path> files = Files.list(dir)) {
+          next = (int) files.count();
+        }
+        String event =
+            side.equals("left")
+                ? leftJson(new HashMap<>(), 2_000_000, "drain", 20_000, 0)
+                : rightJson("drain", 20_000, 0);
+        writeBatchFile(dir, next, List.of(event));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   private static String leftJson(
       Map<Long, String> events, long id, String key, long ts, long value) {
     // Duplicates must repeat the whole event, as an at-least-once producer would.
