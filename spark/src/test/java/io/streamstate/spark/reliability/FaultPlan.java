@@ -120,6 +120,8 @@ final class FaultPlan {
   private final Map<Object, Boolean> fired = new ConcurrentHashMap<>();
   private final Map<Kind, AtomicLong> injected = new ConcurrentHashMap<>();
   private final Set<TaskFault> provenAfterCommit = ConcurrentHashMap.newKeySet();
+
+  private final Set<TaskFault> preempted = ConcurrentHashMap.newKeySet();
   private final Map<Target, AtomicLong> deleted = new ConcurrentHashMap<>();
 
   FaultPlan(long seed, String root, List<StorageFault> storage, List<TaskFault> tasks) {
@@ -350,6 +352,19 @@ final class FaultPlan {
   }
 
   /**
+   * Records that the task of after-commit {@code fault} had already failed when it would have
+   * failed it (another fault failed it first): no proof is owed for it.
+   */
+  void preemptedByFailure(TaskFault fault) {
+    preempted.add(fault);
+  }
+
+  /** The after-commit faults whose task another failure ended first. */
+  Set<TaskFault> preemptedByFailure() {
+    return Set.copyOf(preempted);
+  }
+
+  /**
    * The {@code TASK_AFTER_COMMIT} faults that fired in a task whose state stores had not been seen
    * to commit first.
    */
@@ -358,7 +373,8 @@ final class FaultPlan {
     for (Object f : fired.keySet()) {
       if (f instanceof TaskFault t
           && t.kind() == Kind.TASK_AFTER_COMMIT
-          && !provenAfterCommit.contains(t)) {
+          && !provenAfterCommit.contains(t)
+          && !preempted.contains(t)) {
         unproven.add(t);
       }
     }

@@ -93,7 +93,7 @@ class FaultScheduleIT {
     reference = Reference.of(ref, spark);
   }
 
-  /** A fault-free run's output rows and the watermark it ended with. */
+  /** A fault-free run's output rows and the watermark its last batch ran with. */
   record Reference(List<String> rows, long watermarkMs) {
     static Reference of(Path run, SparkSession spark) {
       return new Reference(
@@ -101,7 +101,7 @@ class FaultScheduleIT {
           new SparkLogs(
                   run.resolve("checkpoint").toUri().toString(),
                   spark.sessionState().newHadoopConf())
-              .finalWatermarkMs());
+              .lastBatchWatermarkMs());
     }
   }
 
@@ -175,7 +175,7 @@ class FaultScheduleIT {
     int restarts = MAX_RESTARTS;
     boolean drained = false;
     try {
-      // Its own copy of the input: a run whose watermark a restart held back gets one more file.
+      // Its own copy of the input: a run whose last batch a restart held back gets one more file.
       Path scheduleInput = ReliabilityQuery.copyInput(input, dir.resolve("input"));
       String checkpoint = FaultInjectingFileSystem.uriOf(dir.resolve("checkpoint"));
       ReliabilityQuery.RunResult run =
@@ -194,13 +194,12 @@ class FaultScheduleIT {
       BatchGrouping grouping = BatchGrouping.read(logs);
       regrouped = !grouping.isOneFilePerBatch();
       Reference expected = regrouped ? referenceFor(grouping, false) : reference;
-      drained = logs.finalWatermarkMs() < expected.watermarkMs();
+      drained = logs.lastBatchWatermarkMs() < expected.watermarkMs();
       if (drained) {
-        // A restart re-ran a batch in which one side had no data: the watermark stayed behind
-        // (SparkLogs#finalWatermarkMs; Spark's behaviour with any provider,
-        // RestartBeforeLastCommitIT), and the windows it would have closed wait for input. Give
-        // the run that input, without faults, and compare to a reference given it too: the
-        // windows must come out, once.
+        // A restart near the end kept Spark from running the no-data batch that emits the closed
+        // windows (SparkLogs#lastBatchWatermarkMs; Spark's behaviour with any provider,
+        // RestartBeforeLastCommitIT): they wait for input. Give the run that input, without
+        // faults, and compare to a reference given it too: the windows must come out, once.
         FaultPlan.uninstall(plan);
         ReliabilityQuery.writeDrainInput(scheduleInput);
         ReliabilityQuery.runToEnd(
@@ -223,14 +222,17 @@ class FaultScheduleIT {
       outcome =
           (regrouped ? "batches regrouped " + grouping + ", against a reference with those; " : "")
               + (drained
-                  ? "watermark behind the reference's after a restart, drained by one more input"
-                      + " file (the reference has it too); "
+                  ? "last batch's watermark behind the reference's after a restart, drained by one"
+                      + " more input file (the reference has it too); "
                   : "")
               + (diff.none()
                   ? "matches"
                   : "DIFFERS lost " + diff.lost() + " doubled " + diff.doubled())
               + (output.isEmpty() ? ", EMPTY OUTPUT" : "")
               + (notAfterCommit.isEmpty() ? "" : ", NOT AFTER THE COMMIT " + notAfterCommit)
+              + (plan.preemptedByFailure().isEmpty()
+                  ? ""
+                  : ", after-commit faults whose task failed first " + plan.preemptedByFailure())
               + ", restarts "
               + run.restarts()
               + (run.failures().isEmpty() ? "" : ", failures " + run.failures());
@@ -399,8 +401,8 @@ class FaultScheduleIT {
                 + " injection, %d speculative attempts; storage faults by call %s; %d schedules"
                 + " redrawn (nothing fired); %d with batches regrouped by a fault between"
                 + " file sources' log entries (compared to a reference run so grouped); %d"
-                + " ending with the watermark behind the reference's after a restart (drained by"
-                + " one more input file, compared to a reference with it)",
+                + " whose last batch ran with a watermark behind the reference's after a restart"
+                + " (drained by one more input file, compared to a reference with it)",
             seeds.size(),
             lost,
             doubled,

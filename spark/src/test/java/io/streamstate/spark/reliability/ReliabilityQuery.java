@@ -165,10 +165,10 @@ public final class ReliabilityQuery {
 
   /**
    * Adds to {@code input} one more file per side, after all others: one event each, far past every
-   * window of the input. It moves the watermark past all of them, so that a run whose watermark a
-   * restart held back ({@link SparkLogs#finalWatermarkMs}) emits the windows it would have closed;
-   * it also closes the input's last window, so the output is compared to a reference run whose
-   * input has this file too.
+   * window of the input. It moves the watermark past all of them, so that a run that a restart kept
+   * from its last no-data batch ({@link SparkLogs#lastBatchWatermarkMs}) emits the windows left; it
+   * also closes the input's last window, so the output is compared to a reference run whose input
+   * has this file too.
    */
   static void writeDrainInput(Path input) {
     try {

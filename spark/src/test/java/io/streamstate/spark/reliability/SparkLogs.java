@@ -20,8 +20,7 @@ import org.apache.hadoop.fs.Path;
  * run, not for the checks after it.
  */
 final class SparkLogs {
-  private static final Pattern NEXT_WATERMARK =
-      Pattern.compile("\"nextBatchWatermarkMs\":(-?\\d+)");
+  private static final Pattern BATCH_WATERMARK = Pattern.compile("\"batchWatermarkMs\":(-?\\d+)");
 
   private final String checkpoint;
   private final RenameFreeCheckpointFileManager logs;
@@ -61,31 +60,28 @@ final class SparkLogs {
   }
 
   /**
-   * The watermark the run ended with: its last batch's commit log entry's {@code
-   * nextBatchWatermarkMs}. Spark keeps only this global watermark across a restart, not each
-   * source's: after a restart, a batch in which one side has no data holds it (a side without data
-   * counts as 0 under the default minimum policy), so a restarted run can end with a lower one than
-   * a run without the restart, its closed windows waiting for more input on both sides.
+   * The watermark the run's last batch ran with (the newest offset log entry's {@code
+   * batchWatermarkMs}; that batch must be committed). A run that ends without the no-data batch
+   * that emits the windows its last data batch's watermark closes shows a lower one than a run that
+   * ran it. Spark skips that batch after a restart in two ways, with any provider: when the restart
+   * comes after the last commit log entry (Spark runs a no-data batch only after a batch of the
+   * same run), and when it re-ran the last data batch in which one side had no data (Spark keeps
+   * only the global watermark across a restart, and a side without data counts as 0, so the re-run
+   * batch's commit does not move it). Either way the windows wait for more input.
    */
-  long finalWatermarkMs() {
+  long lastBatchWatermarkMs() {
     TreeMap<Long, String> offsets = new TreeMap<>(entries("offsets"));
-    Map<Long, String> commits = entries("commits");
     if (offsets.isEmpty()) {
       throw new IllegalStateException(checkpoint + "/offsets holds no batch");
     }
     long last = offsets.lastKey();
-    String commit = commits.get(last);
-    if (commit == null) {
+    if (!entries("commits").containsKey(last)) {
       throw new IllegalStateException(
           checkpoint + "/offsets/" + last + " has no commit log entry at the end of the run");
     }
-    return watermark(NEXT_WATERMARK, commit, "commits/" + last);
-  }
-
-  private long watermark(Pattern pattern, String entry, String file) {
-    Matcher m = pattern.matcher(entry);
+    Matcher m = BATCH_WATERMARK.matcher(offsets.get(last));
     if (!m.find()) {
-      throw new IllegalStateException(checkpoint + "/" + file + " has no " + pattern);
+      throw new IllegalStateException(checkpoint + "/offsets/" + last + " has no batchWatermarkMs");
     }
     return Long.parseLong(m.group(1));
   }

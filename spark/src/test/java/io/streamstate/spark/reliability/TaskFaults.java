@@ -72,6 +72,12 @@ final class TaskFaults {
     task.addTaskCompletionListener(
         (TaskCompletionListener)
             context -> {
+              if (context.isFailed()) {
+                // Something else failed the task first (a storage fault of the same schedule on
+                // its commit, say): this fault never had a commit to come after.
+                plan.preemptedByFailure(fault);
+                return;
+              }
               if (stateCommitted(context)) {
                 plan.provedAfterCommit(fault);
               }
