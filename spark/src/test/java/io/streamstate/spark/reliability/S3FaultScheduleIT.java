@@ -111,11 +111,6 @@ class S3FaultScheduleIT {
   record ScheduleResult(long seed, String outcome, long lost, long doubled, int restarts) {}
 
   @Test
-  @org.junit.jupiter.api.Disabled(
-      "Not green yet: seed 3001 failed once (2026-12-03, every restart met Spark's 'assertion"
-          + " failed'); 11 runs since passed; likely cause (a lagging listing of the source log)"
-          + " fixed 2026-12-04, repeated runs to confirm not done; see docs/reliability.md, S3"
-          + " faults")
   void everySeededS3FaultScheduleGivesTheReferenceOutput() throws Exception {
     assertThat(reference).as("reference output").hasSizeGreaterThan(10);
     List<Long> seeds = new ArrayList<>();
