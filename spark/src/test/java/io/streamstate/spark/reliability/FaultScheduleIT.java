@@ -201,15 +201,8 @@ class FaultScheduleIT {
         // RestartBeforeLastCommitIT): they wait for input. Give the run that input, without
         // faults, and compare to a reference given it too: the windows must come out, once.
         FaultPlan.uninstall(plan);
-        ReliabilityQuery.writeDrainInput(scheduleInput);
-        ReliabilityQuery.runToEnd(
-            spark,
-            ReliabilityQuery.OURS,
-            scheduleInput,
-            checkpoint,
-            dir.resolve("out"),
-            ReliabilityQuery.NO_FAULTS,
-            0);
+        ReliabilityQuery.drain(
+            spark, ReliabilityQuery.OURS, scheduleInput, checkpoint, dir.resolve("out"));
         expected = referenceFor(grouping, true);
       }
       List<String> output = ReliabilityQuery.readOutput(dir.resolve("out"));

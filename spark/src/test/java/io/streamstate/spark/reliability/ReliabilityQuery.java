@@ -164,6 +164,16 @@ public final class ReliabilityQuery {
   }
 
   /**
+   * Adds the drain file to {@code input} ({@link #writeDrainInput}) and runs the query on {@code
+   * provider} on, without faults, until it has taken it.
+   */
+  static void drain(SparkSession spark, String provider, Path input, String checkpoint, Path output)
+      throws Exception {
+    writeDrainInput(input);
+    runToEnd(spark, provider, input, checkpoint, output, NO_FAULTS, 0);
+  }
+
+  /**
    * Adds to {@code input} one more file per side, after all others: one event each, far past every
    * window of the input. It moves the watermark past all of them, so that a run that a restart kept
    * from its last no-data batch ({@link SparkLogs#lastBatchWatermarkMs}) emits the windows left; it

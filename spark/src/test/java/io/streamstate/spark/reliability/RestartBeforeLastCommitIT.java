@@ -116,15 +116,12 @@ class RestartBeforeLastCommitIT {
 
   /** Adds the drain file to the run's input, runs the query on, and returns all its rows. */
   private static List<String> drain(String provider, Run run) throws Exception {
-    ReliabilityQuery.writeDrainInput(run.dir().resolve("input"));
-    ReliabilityQuery.runToEnd(
+    ReliabilityQuery.drain(
         spark,
         provider,
         run.dir().resolve("input"),
         run.dir().resolve("checkpoint").toUri().toString(),
-        run.dir().resolve("out"),
-        ReliabilityQuery.NO_FAULTS,
-        0);
+        run.dir().resolve("out"));
     return ReliabilityQuery.readOutput(run.dir().resolve("out"));
   }
 }
