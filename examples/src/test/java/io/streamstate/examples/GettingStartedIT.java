@@ -29,6 +29,7 @@ import org.apache.hadoop.yarn.api.records.ApplicationReport;
 import org.apache.hadoop.yarn.api.records.FinalApplicationStatus;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -122,6 +123,12 @@ class GettingStartedIT {
    * application as succeeded, and the state files in the checkpoint are ours.
    */
   @Test
+  @EnabledIfSystemProperty(
+      named = "streamstate.suite",
+      matches = "extended",
+      disabledReason =
+          "runs with -Pextended: the cluster-mode test runs the same demo and restart on YARN and"
+              + " HDFS, and the client-mode line differs from it only in --deploy-mode")
   void theYarnClientModeLineRunsTheDemoOnYarnWithItsCheckpointOnHdfs() throws Exception {
     List<String> line = yarnLine("submit-yarn-client");
     MiniYarnOnHdfs cluster = yarn();

@@ -45,7 +45,7 @@ import org.junit.jupiter.api.io.TempDir;
  * batch.
  *
  * <p>System properties: {@code streamstate.kafkaKills} (kills of the driver-side scenario, default
- * 10 in CI; the issue's 20: set it), {@code streamstate.kafkaKillsPerPartition} (default 3), {@code
+ * 6 in CI; the issue's 20: set it), {@code streamstate.kafkaKillsPerPartition} (default 3), {@code
  * streamstate.kafkaSeed} (default 20), {@code streamstate.kafkaRecords} (default 20000).
  */
 class ExactlyOnceKafkaKillIT {
