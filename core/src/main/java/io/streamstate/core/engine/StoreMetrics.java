@@ -39,6 +39,7 @@ public final class StoreMetrics {
   private final AtomicLong snapshotHedgesFired = new AtomicLong();
   private final AtomicLong snapshotHedgesWon = new AtomicLong();
   private final AtomicLong snapshotFailures = new AtomicLong();
+  private final AtomicLong replayDebtSnapshots = new AtomicLong();
 
   /** A store's counters that also count in {@code process}'s. */
   public StoreMetrics(ProcessMetrics process) {
@@ -167,12 +168,19 @@ public final class StoreMetrics {
     process.add(ProcessMetrics.Metric.SNAPSHOT_FAILURES, 1);
   }
 
+  /** Counts a snapshot queued because a load would replay too many changes (replay debt). */
+  public void countReplayDebtSnapshot() {
+    replayDebtSnapshots.incrementAndGet();
+  }
+
   /**
    * An immutable reading of all counters. {@code coldLoads} are the {@code durableLoads} by an
    * instance that held no version of the store; {@code hedgesFired} and {@code hedgesWon} count
    * changelog and segment writes; {@code snapshotHedgesFired} and {@code snapshotHedgesWon} the SST
    * and manifest uploads of snapshots; {@code snapshotFailures} the snapshots that failed (logged
-   * at WARN; the versions they held stay durable in their changelogs).
+   * at WARN; the versions they held stay durable in their changelogs); {@code replayDebtSnapshots}
+   * the snapshots commits queued for replay debt (each published unless an upload was running, the
+   * store closed, or it failed).
    */
   public record Snapshot(
       long commits,
@@ -198,7 +206,8 @@ public final class StoreMetrics {
       long segmentsWritten,
       long snapshotHedgesFired,
       long snapshotHedgesWon,
-      long snapshotFailures) {}
+      long snapshotFailures,
+      long replayDebtSnapshots) {}
 
   public Snapshot snapshot() {
     return new Snapshot(
@@ -225,6 +234,7 @@ public final class StoreMetrics {
         segmentsWritten.get(),
         snapshotHedgesFired.get(),
         snapshotHedgesWon.get(),
-        snapshotFailures.get());
+        snapshotFailures.get(),
+        replayDebtSnapshots.get());
   }
 }

@@ -25,6 +25,12 @@ import java.util.Objects;
  *     snapshot copies inline stays bounded. 0 makes every SST a shared file (default 2 MiB)
  * @param changelogCodec how commits store their changes in changelogs and segments (default {@link
  *     Changelog.Codec#DEFLATE}); readers need no setting, each payload names its codec
+ * @param replayDebtPercent a commit after which a load would replay more changes (those committed
+ *     since the last snapshot) than this percent of the store's keys starts a snapshot in the
+ *     background, so that a restart's replay stays bounded by the state's size rather than by the
+ *     snapshot interval; 0 turns it off (default 50)
+ * @param replayDebtMinChanges ... and more than this many changes: fewer replay in well under a
+ *     second, not worth a snapshot's files (default 200,000)
  */
 public record StoreOptions(
     int minVersionsToRetain,
@@ -32,8 +38,12 @@ public record StoreOptions(
     long tornFileGraceMillis,
     int asyncMaxLagVersions,
     long inlineSstMaxBytes,
-    Changelog.Codec changelogCodec) {
+    Changelog.Codec changelogCodec,
+    int replayDebtPercent,
+    long replayDebtMinChanges) {
   public static final long DEFAULT_INLINE_SST_MAX_BYTES = 2L << 20;
+  public static final int DEFAULT_REPLAY_DEBT_PERCENT = 50;
+  public static final long DEFAULT_REPLAY_DEBT_MIN_CHANGES = 200_000;
 
   public StoreOptions {
     Objects.requireNonNull(changelogCodec, "changelogCodec");
@@ -56,11 +66,26 @@ public record StoreOptions(
       throw new IllegalArgumentException(
           "inlineSstMaxBytes must be between 0 and 256 MiB: " + inlineSstMaxBytes);
     }
+    if (replayDebtPercent < 0) {
+      throw new IllegalArgumentException(
+          "replayDebtPercent must be >= 0 (0 = off): " + replayDebtPercent);
+    }
+    if (replayDebtMinChanges < 0) {
+      throw new IllegalArgumentException(
+          "replayDebtMinChanges must be >= 0: " + replayDebtMinChanges);
+    }
   }
 
   public static StoreOptions defaults() {
     return new StoreOptions(
-        100, 10, 120_000, 0, DEFAULT_INLINE_SST_MAX_BYTES, Changelog.Codec.DEFLATE);
+        100,
+        10,
+        120_000,
+        0,
+        DEFAULT_INLINE_SST_MAX_BYTES,
+        Changelog.Codec.DEFLATE,
+        DEFAULT_REPLAY_DEBT_PERCENT,
+        DEFAULT_REPLAY_DEBT_MIN_CHANGES);
   }
 
   public boolean isAsync() {
@@ -74,7 +99,9 @@ public record StoreOptions(
         tornFileGraceMillis,
         asyncMaxLagVersions,
         inlineSstMaxBytes,
-        changelogCodec);
+        changelogCodec,
+        replayDebtPercent,
+        replayDebtMinChanges);
   }
 
   public StoreOptions withSnapshotInterval(int value) {
@@ -84,7 +111,9 @@ public record StoreOptions(
         tornFileGraceMillis,
         asyncMaxLagVersions,
         inlineSstMaxBytes,
-        changelogCodec);
+        changelogCodec,
+        replayDebtPercent,
+        replayDebtMinChanges);
   }
 
   public StoreOptions withTornFileGraceMillis(long value) {
@@ -94,7 +123,9 @@ public record StoreOptions(
         value,
         asyncMaxLagVersions,
         inlineSstMaxBytes,
-        changelogCodec);
+        changelogCodec,
+        replayDebtPercent,
+        replayDebtMinChanges);
   }
 
   /** {@code async} durability with at most {@code value} versions not yet durable; 0 = sync. */
@@ -105,7 +136,9 @@ public record StoreOptions(
         tornFileGraceMillis,
         value,
         inlineSstMaxBytes,
-        changelogCodec);
+        changelogCodec,
+        replayDebtPercent,
+        replayDebtMinChanges);
   }
 
   /** Inline SSTs of at most {@code value} bytes in snapshot manifests; 0 shares every SST. */
@@ -116,7 +149,9 @@ public record StoreOptions(
         tornFileGraceMillis,
         asyncMaxLagVersions,
         value,
-        changelogCodec);
+        changelogCodec,
+        replayDebtPercent,
+        replayDebtMinChanges);
   }
 
   /** How commits store their changes; {@link Changelog.Codec#NONE} spends no CPU on it. */
@@ -127,6 +162,21 @@ public record StoreOptions(
         tornFileGraceMillis,
         asyncMaxLagVersions,
         inlineSstMaxBytes,
-        value);
+        value,
+        replayDebtPercent,
+        replayDebtMinChanges);
+  }
+
+  /** Replay-debt snapshots at {@code percent} of the store's keys, above {@code minChanges}. */
+  public StoreOptions withReplayDebt(int percent, long minChanges) {
+    return new StoreOptions(
+        minVersionsToRetain,
+        snapshotInterval,
+        tornFileGraceMillis,
+        asyncMaxLagVersions,
+        inlineSstMaxBytes,
+        changelogCodec,
+        percent,
+        minChanges);
   }
 }

@@ -363,6 +363,7 @@ public final class VersionedStore implements AutoCloseable {
       openTransaction = null;
       metrics.countCommit(
           System.nanoTime() - start, published.commitBytes(), changelog.changeCount());
+      snapshots.afterCommit(newVersion);
       return new Committed(newVersion, commitId);
     } finally {
       publisher.withdraw();

@@ -39,6 +39,17 @@ public final class StreamStateKeys {
                   + " files that later snapshots reuse. 0 makes every SST a file")
           .shownAs("2m (2097152)");
 
+  static final ConfigKey SNAPSHOT_REPLAY_DEBT_PERCENT_KEY =
+      ConfigKey.of(
+          SNAPSHOT_REPLAY_DEBT_PERCENT,
+          ConfigKey.Type.COUNT,
+          Integer.toString(StoreOptions.DEFAULT_REPLAY_DEBT_PERCENT),
+          "a commit after which a restart would replay more changes (those committed since the"
+              + " last snapshot) than this percent of the store's keys, and more than "
+              + String.format("%,d", StoreOptions.DEFAULT_REPLAY_DEBT_MIN_CHANGES)
+              + ", starts a snapshot in the background: a restart's replay stays bounded by the"
+              + " state's size, not by `snapshotInterval` versions of changes. 0 turns it off");
+
   static final ConfigKey CHANGELOG_CODEC_KEY =
       ConfigKey.choice(
           CHANGELOG_CODEC,
@@ -281,6 +292,7 @@ public final class StreamStateKeys {
       List.of(
           SNAPSHOT_INTERVAL_KEY,
           SNAPSHOT_INLINE_SST_MAX_BYTES_KEY,
+          SNAPSHOT_REPLAY_DEBT_PERCENT_KEY,
           CHANGELOG_CODEC_KEY,
           MEMORY_CAP_BYTES_KEY,
           TORN_FILE_GRACE_MS_KEY,

@@ -34,6 +34,7 @@ public class StreamStateSettings {
   public static final String SNAPSHOT_INTERVAL = PREFIX + "snapshotInterval";
   public static final String SNAPSHOT_INLINE_SST_MAX_BYTES = PREFIX + "snapshot.inlineSstMaxBytes";
   public static final String CHANGELOG_CODEC = PREFIX + "changelog.codec";
+  public static final String SNAPSHOT_REPLAY_DEBT_PERCENT = PREFIX + "snapshot.replayDebtPercent";
   public static final String MEMORY_CAP_BYTES = PREFIX + "memoryCapBytes";
   public static final String TORN_FILE_GRACE_MS = PREFIX + "tornFileGraceMs";
   public static final String LOCAL_DIR = PREFIX + "localDir";
@@ -163,9 +164,27 @@ public class StreamStateSettings {
     }
     Changelog.Codec codec =
         Changelog.Codec.fromName(StreamStateKeys.CHANGELOG_CODEC_KEY.readChoice(confs));
+    long replayDebtPercent = StreamStateKeys.SNAPSHOT_REPLAY_DEBT_PERCENT_KEY.readLong(confs);
+    if (replayDebtPercent > 100_000) {
+      throw new IllegalArgumentException(
+          "Invalid value for "
+              + SNAPSHOT_REPLAY_DEBT_PERCENT
+              + ": "
+              + replayDebtPercent
+              + " (expected 0 to 100000)");
+    }
     StoreOptions options;
     try {
-      options = new StoreOptions(retain, interval, grace, asyncLag, inlineSst, codec);
+      options =
+          new StoreOptions(
+              retain,
+              interval,
+              grace,
+              asyncLag,
+              inlineSst,
+              codec,
+              (int) replayDebtPercent,
+              StoreOptions.DEFAULT_REPLAY_DEBT_MIN_CHANGES);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(
           "Invalid streamstate configuration (spark.sql.streaming.minBatchesToRetain="

@@ -55,6 +55,12 @@ public final class LocalInstance {
    */
   private final NavigableMap<Long, Long> lineage = new TreeMap<>();
 
+  /**
+   * Changes per version this instance applied since it was opened (committed, or replayed by a
+   * load): what a load from an older snapshot would replay ({@link #changesAbove}).
+   */
+  private final NavigableMap<Long, Long> changesByVersion = new TreeMap<>();
+
   /** Counts the RocksDB instances made; a snapshot's SSTs are confirmed only for its generation. */
   private int generation;
 
@@ -184,6 +190,7 @@ public final class LocalInstance {
     this.commitId = commitId;
     this.confirmedSsts = confirmed;
     lineage.put(version, commitId);
+    changesByVersion.clear();
   }
 
   /** Applies the next version's changelog, which becomes the version the instance holds. */
@@ -192,6 +199,29 @@ public final class LocalInstance {
     version = changelog.version();
     commitId = changelog.commitId();
     lineage.put(version, commitId);
+    changesByVersion.put(version, changelog.changeCount());
+  }
+
+  /**
+   * The changes of the versions above {@code base} that this instance applied, or -1 if it was
+   * opened above {@code base} (it does not know them). Forgets the versions at or below {@code
+   * base}: callers pass the last snapshot's version (-1 for none: a load then starts from the empty
+   * version 0), which only grows.
+   */
+  public long changesAbove(long base) {
+    long from = Math.max(base, 0);
+    changesByVersion.headMap(from, true).clear();
+    if (db == null || version <= from) {
+      return 0;
+    }
+    if (changesByVersion.isEmpty() || changesByVersion.firstKey() > from + 1) {
+      return -1;
+    }
+    long sum = 0;
+    for (long changes : changesByVersion.values()) {
+      sum += changes;
+    }
+    return sum;
   }
 
   /**
@@ -240,6 +270,7 @@ public final class LocalInstance {
     version = -1;
     commitId = 0;
     lineage.clear();
+    changesByVersion.clear();
     confirmedSsts = Map.of();
   }
 

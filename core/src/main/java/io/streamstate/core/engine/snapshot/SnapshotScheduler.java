@@ -51,6 +51,11 @@ public final class SnapshotScheduler {
   private long requested = -1;
 
   /**
+   * Whether a replay-debt snapshot waits on the background pool to start ({@link #afterCommit}).
+   */
+  private boolean debtSnapshotQueued;
+
+  /**
    * @param lock the store's lock, which guards {@code local}; this scheduler's state too
    * @param closed whether the store closed (read without the lock by uploads, which then stop)
    * @param background where background uploads run (the process's pool: {@link
@@ -134,6 +139,63 @@ public final class SnapshotScheduler {
     }
     uploadInBackground(checkpoint, List.of(done));
     return done;
+  }
+
+  /**
+   * After the commit of {@code version}, under the store's lock: if a load would now replay more
+   * changes (those of the versions since the last snapshot) than {@code replayDebtPercent} of the
+   * store's keys, and more than {@code replayDebtMinChanges}, a snapshot of the newest local
+   * version is taken on the background pool, its local checkpoint (a memtable flush) included, so
+   * that the committing task never waits for it (docs/protocol.md, "Replay-debt snapshot"). At most
+   * one is queued per store; none while an upload runs.
+   *
+   * @return whether a snapshot was queued
+   */
+  public boolean afterCommit(long version) {
+    int percent = options.replayDebtPercent();
+    if (percent == 0 || uploading || debtSnapshotQueued || closed.getAsBoolean()) {
+      return false;
+    }
+    long last = history.last();
+    long debt = local.changesAbove(last);
+    if (debt <= options.replayDebtMinChanges()) {
+      return false; // small, or unknown (-1): the instance opened above the last snapshot
+    }
+    long keys = local.estimateKeys();
+    if (debt * 100 < percent * keys) {
+      return false;
+    }
+    debtSnapshotQueued = true;
+    metrics.countReplayDebtSnapshot();
+    LOG.info(
+        "Store {}: {} changes to replay since snapshot {} at version {} (~{} keys): snapshotting"
+            + " in the background",
+        storeName,
+        debt,
+        last,
+        version,
+        keys);
+    try {
+      background.execute(this::snapshotNewestInBackground);
+      return true;
+    } catch (RejectedExecutionException e) {
+      debtSnapshotQueued = false;
+      snapshotFailed(version, e);
+      return false;
+    }
+  }
+
+  /** The queued replay-debt snapshot: f1 of the newest local version, then f2-f5. */
+  private void snapshotNewestInBackground() {
+    lock.lock();
+    try {
+      debtSnapshotQueued = false;
+      if (!closed.getAsBoolean() && local.isOpen()) {
+        snapshotInBackground(local.version()); // failures are logged and counted there (f5)
+      }
+    } finally {
+      lock.unlock();
+    }
   }
 
   /** Whether an upload of this store is running (retention skips r5 meanwhile). */
