@@ -152,12 +152,13 @@ public final class SnapshotScheduler {
    * @return whether a snapshot was queued
    */
   public boolean afterCommit(long version) {
+    long last = history.last();
+    // First, whatever follows: it also forgets the counts of versions the last snapshot covers.
+    long debt = local.changesAbove(last);
     int percent = options.replayDebtPercent();
     if (percent == 0 || uploading || debtSnapshotQueued || closed.getAsBoolean()) {
       return false;
     }
-    long last = history.last();
-    long debt = local.changesAbove(last);
     if (debt <= options.replayDebtMinChanges()) {
       return false; // small, or unknown (-1): the instance opened above the last snapshot
     }
