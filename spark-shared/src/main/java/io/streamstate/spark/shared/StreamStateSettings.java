@@ -165,6 +165,8 @@ public class StreamStateSettings {
     Changelog.Codec codec =
         Changelog.Codec.fromName(StreamStateKeys.CHANGELOG_CODEC_KEY.readChoice(confs));
     long replayDebtPercent = StreamStateKeys.SNAPSHOT_REPLAY_DEBT_PERCENT_KEY.readLong(confs);
+    // Bounded so that the int option and the engine's percent * keys stay far from overflow; 1,000
+    // times the state in changes is already "never" in practice.
     if (replayDebtPercent > 100_000) {
       throw new IllegalArgumentException(
           "Invalid value for "
