@@ -17,6 +17,7 @@ import io.streamstate.spark.shared.Hedgers;
 import io.streamstate.spark.shared.SparkLine;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -269,11 +270,13 @@ abstract class StreamStateProviderBase {
   /**
    * Frees the local instance; writes nothing durable. Spark calls it from its maintenance thread
    * once the provider is unloaded, at executor shutdown, and in tests after a failed task. Never
-   * waits for an open store, and never for a snapshot uploading in the background (that upload
-   * stops before its next create and publishes no manifest, {@link VersionedStore#close()}):
+   * waits for an open store:
    *
    * <ul>
-   *   <li>no store open: the engine closes now;
+   *   <li>no store open: the engine closes once a snapshot uploading in the background has
+   *       published, or after {@link StreamStateConf#SNAPSHOT_CLOSE_WAIT_MS} (then the upload stops
+   *       before its next create and publishes no manifest, {@link VersionedStore#close()}), so
+   *       that a clean stop leaves the next load a snapshot rather than changes to replay;
    *   <li>a store open by the calling thread: it is ended (a writable one aborted, its changes
    *       being uncommitted by definition; a read store released), then the engine closes;
    *   <li>a store open by another thread (a task still running): its next operation fails
@@ -303,6 +306,7 @@ abstract class StreamStateProviderBase {
         }
       }
       if (free) {
+        awaitSnapshotUploads();
         closeEngine(); // the permit stays taken: nothing opens a closed provider
       } else if (open == null) {
         // A load holds the permit and has not published its store yet: it sees the provider
@@ -319,6 +323,20 @@ abstract class StreamStateProviderBase {
       }
     } finally {
       lifecycle.writeLock().unlock();
+    }
+  }
+
+  /** Waits, bounded, for the engine's background snapshot upload; see {@link #close()}. */
+  private void awaitSnapshotUploads() {
+    long waitMs = conf.snapshotCloseWaitMs();
+    if (waitMs > 0 && !engineClosed && !store.awaitSnapshotUploads(Duration.ofMillis(waitMs))) {
+      LOG.warn(
+          "Closing streamstate store {} after waiting {} ms ({}) for its background snapshot"
+              + " upload: that snapshot is dropped, and the next load replays the changes since"
+              + " the last one",
+          describe(storeId),
+          waitMs,
+          StreamStateConf.SNAPSHOT_CLOSE_WAIT_MS);
     }
   }
 

@@ -16,6 +16,7 @@ import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
 import io.streamstate.core.format.Changelog;
 import io.streamstate.core.storage.Storage;
+import java.time.Duration;
 import java.util.List;
 import java.util.NavigableMap;
 import java.util.OptionalLong;
@@ -614,17 +615,29 @@ public final class VersionedStore implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits, at most {@code timeout}, for this store's running snapshot upload and a replay-debt
+   * snapshot queued to start; call before {@link #close()} at a clean stop, so that the next load
+   * starts from that snapshot instead of replaying the changes it covers. Commits may continue
+   * meanwhile; a snapshot they ask for is waited for too, within the same time.
+   *
+   * @return whether no upload runs or waits now
+   */
+  public boolean awaitSnapshotUploads(Duration timeout) {
+    return snapshots.awaitUploads(timeout);
+  }
+
   // ---------------------------------------------------------------------------------------------
 
   /**
    * Frees the local instance and deletes the local directory; starts no durable write. A snapshot
    * uploading in the background is not waited for: it starts no further file and publishes no
    * manifest, so what it uploaded stays unreferenced (retention's once older than {@code
-   * tornFileGraceMillis}). A create already running cannot be called back and ends on its own (a
-   * manifest create that completes is a complete snapshot; an incomplete file never verifies); the
-   * checkpoint directory it reads from, and then the local directory, are deleted when it ends.
-   * Background snapshot requests still waiting complete with -1. Async durability waits up to 30 s
-   * for pending changelog uploads.
+   * tornFileGraceMillis}); {@link #awaitSnapshotUploads} first lets it publish. A create already
+   * running cannot be called back and ends on its own (a manifest create that completes is a
+   * complete snapshot; an incomplete file never verifies); the checkpoint directory it reads from,
+   * and then the local directory, are deleted when it ends. Background snapshot requests still
+   * waiting complete with -1. Async durability waits up to 30 s for pending changelog uploads.
    */
   @Override
   public void close() {

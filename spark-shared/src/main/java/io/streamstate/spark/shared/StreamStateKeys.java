@@ -50,6 +50,17 @@ public final class StreamStateKeys {
               + ", starts a snapshot in the background: a restart's replay stays bounded by the"
               + " state's size, not by `snapshotInterval` versions of changes. 0 turns it off");
 
+  static final ConfigKey SNAPSHOT_CLOSE_WAIT_MS_KEY =
+      ConfigKey.of(
+              SNAPSHOT_CLOSE_WAIT_MS,
+              ConfigKey.Type.DURATION,
+              Long.toString(DEFAULT_SNAPSHOT_CLOSE_WAIT_MS),
+              "how long closing a provider (Spark unloads it, or `StateStore.stop()`) waits for"
+                  + " its store's snapshot still uploading in the background to publish, so that"
+                  + " the next load starts from it instead of replaying the changes it covers."
+                  + " 0: close at once, and the upload is dropped (its files are retention's)")
+          .shownAs("30s (30000)");
+
   static final ConfigKey CHANGELOG_CODEC_KEY =
       ConfigKey.choice(
           CHANGELOG_CODEC,
@@ -293,6 +304,7 @@ public final class StreamStateKeys {
           SNAPSHOT_INTERVAL_KEY,
           SNAPSHOT_INLINE_SST_MAX_BYTES_KEY,
           SNAPSHOT_REPLAY_DEBT_PERCENT_KEY,
+          SNAPSHOT_CLOSE_WAIT_MS_KEY,
           CHANGELOG_CODEC_KEY,
           MEMORY_CAP_BYTES_KEY,
           TORN_FILE_GRACE_MS_KEY,

@@ -35,6 +35,7 @@ public class StreamStateSettings {
   public static final String SNAPSHOT_INLINE_SST_MAX_BYTES = PREFIX + "snapshot.inlineSstMaxBytes";
   public static final String CHANGELOG_CODEC = PREFIX + "changelog.codec";
   public static final String SNAPSHOT_REPLAY_DEBT_PERCENT = PREFIX + "snapshot.replayDebtPercent";
+  public static final String SNAPSHOT_CLOSE_WAIT_MS = PREFIX + "snapshot.closeWaitMs";
   public static final String MEMORY_CAP_BYTES = PREFIX + "memoryCapBytes";
   public static final String TORN_FILE_GRACE_MS = PREFIX + "tornFileGraceMs";
   public static final String LOCAL_DIR = PREFIX + "localDir";
@@ -69,6 +70,7 @@ public class StreamStateSettings {
   public static final long DEFAULT_TORN_FILE_GRACE_MS =
       StoreOptions.defaults().tornFileGraceMillis();
   public static final long DEFAULT_LOCK_TIMEOUT_MS = 120_000;
+  public static final long DEFAULT_SNAPSHOT_CLOSE_WAIT_MS = 30_000;
 
   /** Spark's key that selects checkpoint format v2 (checkpoint ids in the commit log). */
   public static final String SPARK_CHECKPOINT_FORMAT_VERSION =
@@ -79,6 +81,7 @@ public class StreamStateSettings {
   private final boolean memoryCapSet;
   private final Optional<String> localDir;
   private final long lockTimeoutMs;
+  private final long snapshotCloseWaitMs;
   private final HedgePolicy hedgePolicy;
   private final long groupCommitMaxWaitMs;
   private final long groupCommitWaveMs;
@@ -92,6 +95,7 @@ public class StreamStateSettings {
         settings.memoryCapSet,
         settings.localDir,
         settings.lockTimeoutMs,
+        settings.snapshotCloseWaitMs,
         settings.hedgePolicy,
         settings.groupCommitMaxWaitMs,
         settings.groupCommitWaveMs,
@@ -104,6 +108,7 @@ public class StreamStateSettings {
       boolean memoryCapSet,
       Optional<String> localDir,
       long lockTimeoutMs,
+      long snapshotCloseWaitMs,
       HedgePolicy hedgePolicy,
       long groupCommitMaxWaitMs,
       long groupCommitWaveMs,
@@ -116,6 +121,7 @@ public class StreamStateSettings {
     this.memoryCapSet = memoryCapSet;
     this.localDir = localDir;
     this.lockTimeoutMs = lockTimeoutMs;
+    this.snapshotCloseWaitMs = snapshotCloseWaitMs;
     this.hedgePolicy = hedgePolicy;
   }
 
@@ -215,6 +221,8 @@ public class StreamStateSettings {
         StreamStateKeys.MEMORY_CAP_BYTES_KEY.find(confs).isPresent(),
         StreamStateKeys.LOCAL_DIR_KEY.find(confs),
         lockTimeout,
+        nonNegative(
+            StreamStateKeys.SNAPSHOT_CLOSE_WAIT_MS_KEY.readLong(confs), SNAPSHOT_CLOSE_WAIT_MS),
         hedgePolicy(confs),
         groupCommitMaxWaitMs(confs),
         StreamStateKeys.GROUP_COMMIT_WAVE_MS_KEY.find(confs).isPresent()
@@ -399,5 +407,13 @@ public class StreamStateSettings {
 
   public long lockTimeoutMs() {
     return lockTimeoutMs;
+  }
+
+  /**
+   * How long closing a provider waits for its store's snapshot upload ({@link
+   * #SNAPSHOT_CLOSE_WAIT_MS}).
+   */
+  public long snapshotCloseWaitMs() {
+    return snapshotCloseWaitMs;
   }
 }

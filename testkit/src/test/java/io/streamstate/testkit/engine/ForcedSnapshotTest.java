@@ -142,6 +142,45 @@ class ForcedSnapshotTest {
   }
 
   @Test
+  void awaitingUploadsBeforeClosePublishesTheRunningSnapshot() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 14).build();
+    StoreOptions sharedSsts = StoreOptions.defaults().withInlineSstMaxBytes(0);
+    VersionedStore store =
+        VersionedStore.builder("s", storage)
+            .localDir(tmp.resolve("a"))
+            .options(sharedSsts)
+            .memoryBudget(EngineFixture.BUDGET)
+            .open();
+    commit(store, 1, 3);
+    Stall stall = storage.stall(CallKind.CREATE, n -> n.startsWith("sst/"));
+    CompletableFuture<Long> running = returnsInTime(() -> store.snapshotInBackground(3));
+    assertThat(stall.awaitBlocked(1, WAIT)).isTrue();
+
+    // Held by the stall: the wait runs out and says so.
+    assertThat(returnsInTime(() -> store.awaitSnapshotUploads(Duration.ofMillis(200)))).isFalse();
+    assertThat(running).isNotDone();
+
+    // Released while a close waits: the snapshot publishes before the store closes.
+    CompletableFuture<Boolean> waited =
+        CompletableFuture.supplyAsync(() -> store.awaitSnapshotUploads(WAIT));
+    stall.release();
+    assertThat(waited.get(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+    assertThat(running).isCompletedWithValue(3L);
+    store.close();
+    assertThat(snapshotVersions(durable)).containsExactly(3L);
+    try (VersionedStore fresh =
+            VersionedStore.builder("r", withoutChangelogs(durable))
+                .localDir(tmp.resolve("r"))
+                .options(sharedSsts)
+                .memoryBudget(EngineFixture.BUDGET)
+                .open();
+        StateTransaction tx = fresh.begin(3)) {
+      assertState(tx, 3);
+    }
+  }
+
+  @Test
   void aFailedBackgroundSnapshotIsCountedAndTheCommittedVersionsStay() throws Exception {
     InMemoryStorage durable = new InMemoryStorage();
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 13).build();

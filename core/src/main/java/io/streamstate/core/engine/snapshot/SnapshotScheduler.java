@@ -3,6 +3,7 @@ package io.streamstate.core.engine.snapshot;
 import io.streamstate.core.engine.StoreMetrics;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.local.LocalInstance;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -194,6 +195,34 @@ public final class SnapshotScheduler {
       if (!closed.getAsBoolean() && local.isOpen()) {
         snapshotInBackground(local.version()); // failures are logged and counted there (f5)
       }
+    } finally {
+      ended.signalAll(); // awaitUploads: if nothing started, nothing is left to wait for
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Waits, at most {@code timeout}, until no upload of this store runs and no replay-debt snapshot
+   * waits to start (follow-ups of joined requests included), so that a store about to close at a
+   * clean stop publishes the snapshot it is writing rather than dropping it.
+   *
+   * @return whether none runs or waits now; false if the time ran out, the store closed or the
+   *     calling thread was interrupted (its interrupt status is kept)
+   */
+  public boolean awaitUploads(Duration timeout) {
+    long nanos = timeout.toNanos();
+    lock.lock();
+    try {
+      while ((uploading || debtSnapshotQueued) && !closed.getAsBoolean()) {
+        if (nanos <= 0) {
+          return false;
+        }
+        nanos = ended.awaitNanos(nanos);
+      }
+      return !uploading && !debtSnapshotQueued;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     } finally {
       lock.unlock();
     }
