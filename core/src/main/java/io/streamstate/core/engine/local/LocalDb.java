@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.Checkpoint;
@@ -74,6 +75,15 @@ public final class LocalDb implements AutoCloseable {
 
   /** Room for keys in the filter of a family that starts empty, before a scan sizes it. */
   private static final int NEW_FAMILY_FILTER_KEYS = 16_384;
+
+  /**
+   * A commit that deletes at least this many keys of a family, and at least a quarter of what the
+   * family then holds (RocksDB's estimate), compacts the family ({@link #compactAfterDeletes}).
+   */
+  static final long COMPACT_AFTER_DELETES_MIN = 100_000;
+
+  /** Compactions {@link #apply} ran after large deletes (tests, logs). */
+  private final AtomicLong deleteCompactions = new AtomicLong();
 
   /** Counts {@link #apply} calls: a scan that saw them all unchanged may build a filter. */
   private volatile long applies;
@@ -475,6 +485,7 @@ public final class LocalDb implements AutoCloseable {
       // A first guess of the batch's size (it grows if short), at most one piece's.
       long initialBytes = Math.min(changelog.changeCount() * 64L, 2 * writeBufferBytes);
       WriteBatchRep batch = new WriteBatchRep(initialBytes);
+      Map<String, Long> deletesByFamily = new LinkedHashMap<>();
       for (Changelog.FamilyChanges fc : changelog.changes()) {
         ColumnFamilyHandle handle = families.get(fc.family());
         if (handle == null) {
@@ -488,6 +499,7 @@ public final class LocalDb implements AutoCloseable {
                   + "', which does not exist");
         }
         int id = handle.getID();
+        long deletes = 0;
         byte[] bound = liveLowerBounds.get(fc.family());
         LiveKeyFilter filter = liveKeyFilters.get(fc.family());
         for (Changelog.Change c : fc.changes()) {
@@ -503,6 +515,7 @@ public final class LocalDb implements AutoCloseable {
           }
           if (c.isDelete()) {
             batch.delete(id, c.key());
+            deletes++;
           } else {
             batch.put(id, c.key(), c.value());
             if (filter != null) {
@@ -519,11 +532,56 @@ public final class LocalDb implements AutoCloseable {
         if (filter != null && filter.saturated()) {
           liveKeyFilters.remove(fc.family()); // until a scan builds a larger one
         }
+        deletesByFamily.merge(fc.family(), deletes, Long::sum);
       }
       write(batch);
+      for (Map.Entry<String, Long> e : deletesByFamily.entrySet()) {
+        compactAfterDeletes(e.getKey(), e.getValue(), changelog.version());
+      }
     } catch (RocksDBException e) {
       throw failure("write", e);
     }
+  }
+
+  /**
+   * Compacts {@code family} now if this commit deleted a large share of it. Spark evicts expired
+   * state in one batch (a watermark passing a window: a quarter of a 10M-key store at once), and
+   * until compaction reaches them, every deleted key stays as a tombstone that each later scan
+   * steps over; Spark's append-mode eviction scans the whole store every batch, so after such an
+   * eviction every batch, and a restart's first, paid for millions of them (docs/bench, issue 21,
+   * section 11: 12-13 s batches instead of 9, a 10M-key restart's first batch 17.9 s instead of
+   * 13.5). Compacting drops them and the data they shadow, and the store's next snapshot uploads
+   * the smaller files. Runs on the applying thread, in parallel with the commit's changelog upload
+   * of as many changes (at 10M keys the eviction batch was not longer: section 11), and on a load's
+   * replay of such a version too, whose first batch would otherwise scan the tombstones.
+   */
+  private void compactAfterDeletes(String family, long deletes, long version)
+      throws RocksDBException {
+    ColumnFamilyHandle handle = families.get(family);
+    if (deletes < COMPACT_AFTER_DELETES_MIN || handle == null) {
+      return;
+    }
+    long keys = db.getLongProperty(handle, "rocksdb.estimate-num-keys");
+    if (deletes * 4 < keys) {
+      return;
+    }
+    long started = System.nanoTime();
+    db.compactRange(handle);
+    deleteCompactions.incrementAndGet();
+    LOG.info(
+        "Store {}: version {} deleted {} keys of column family '{}' (~{} left): compacted it in"
+            + " {} ms",
+        storeName,
+        version,
+        deletes,
+        family,
+        keys,
+        (System.nanoTime() - started) / 1_000_000);
+  }
+
+  /** How many compactions large deletes caused ({@link #compactAfterDeletes}). */
+  public long deleteCompactions() {
+    return deleteCompactions.get();
   }
 
   private void write(WriteBatchRep batch) throws RocksDBException {

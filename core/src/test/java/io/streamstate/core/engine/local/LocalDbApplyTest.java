@@ -60,6 +60,59 @@ class LocalDbApplyTest {
     }
   }
 
+  @Test
+  void aCommitDeletingMuchOfAFamilyCompactsItAndASmallOneDoesNot() throws Exception {
+    try (ProcessResources resources = new ProcessResources("test");
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20)) {
+      LocalDb db =
+          LocalDb.open(
+              "s",
+              tmp.resolve("db"),
+              budget,
+              OpenDatabases.of(resources),
+              LocalSpace.unmanaged("s", tmp));
+      try {
+        int n = 160_000;
+        List<Changelog.Change> puts = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          puts.add(new Changelog.Change(key(i), ByteBuffer.allocate(8).putInt(i).array()));
+        }
+        db.apply(changelog(1, puts));
+        // An eviction: the oldest 120k keys (the smallest), as a watermark passing windows does.
+        int evicted = 120_000;
+        List<Changelog.Change> eviction = new ArrayList<>();
+        for (int i = 0; i < evicted; i++) {
+          eviction.add(new Changelog.Change(key(i), null));
+        }
+        db.apply(changelog(2, eviction));
+        assertThat(db.deleteCompactions()).isEqualTo(1);
+        // Compacted: no tombstone is left in any file or memtable, only the live keys.
+        assertThat(db.aggregatedLongProperty("rocksdb.estimate-num-keys")).isEqualTo(n - evicted);
+        assertThat(db.aggregatedLongProperty("rocksdb.num-deletes-active-mem-table")).isZero();
+        List<Integer> live = new ArrayList<>();
+        try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, null)) {
+          for (; c.isValid(); c.next()) {
+            live.add(ByteBuffer.wrap(c.value()).getInt());
+          }
+        }
+        assertThat(live).hasSize(n - evicted);
+        assertThat(live.get(0)).isEqualTo(evicted);
+
+        // A small eviction leaves its tombstones to RocksDB's own compactions.
+        List<Changelog.Change> small = new ArrayList<>();
+        for (int i = evicted; i < evicted + 1_000; i++) {
+          small.add(new Changelog.Change(key(i), null));
+        }
+        db.apply(changelog(3, small));
+        assertThat(db.deleteCompactions()).isEqualTo(1);
+        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(evicted))).isNull();
+        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(evicted + 1_000))).isNotNull();
+      } finally {
+        db.close();
+      }
+    }
+  }
+
   private static byte[] value(int i, int version) {
     byte[] v = new byte[200];
     ByteBuffer.wrap(v).putInt(i).putInt(version);
