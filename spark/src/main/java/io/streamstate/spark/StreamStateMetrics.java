@@ -85,6 +85,11 @@ public final class StreamStateMetrics {
           "streamstateSnapshotFailures",
           "streamstate: snapshots that failed (logged at WARN; the state stays durable in"
               + " changelogs)");
+  public static final StateStoreCustomSumMetric REPLAY_DEBT_SNAPSHOTS =
+      new StateStoreCustomSumMetric(
+          "streamstateReplayDebtSnapshots",
+          "streamstate: snapshots started in the background because a restart would have replayed"
+              + " more changes than snapshot.replayDebtPercent of the store's keys");
 
   public static final StateStoreCustomSumMetric SEGMENT_COMMITS =
       new StateStoreCustomSumMetric(
@@ -171,6 +176,7 @@ public final class StreamStateMetrics {
           SNAPSHOT_HEDGES_FIRED,
           SNAPSHOT_HEDGES_WON,
           SNAPSHOT_FAILURES,
+          REPLAY_DEBT_SNAPSHOTS,
           SEGMENT_COMMITS,
           SEGMENTS_WRITTEN,
           VERSIONS_LOST,
@@ -216,6 +222,7 @@ public final class StreamStateMetrics {
     m.put(SNAPSHOT_HEDGES_FIRED, after.snapshotHedgesFired() - before.snapshotHedgesFired());
     m.put(SNAPSHOT_HEDGES_WON, after.snapshotHedgesWon() - before.snapshotHedgesWon());
     m.put(SNAPSHOT_FAILURES, after.snapshotFailures() - before.snapshotFailures());
+    m.put(REPLAY_DEBT_SNAPSHOTS, after.replayDebtSnapshots() - before.replayDebtSnapshots());
     m.put(SEGMENT_COMMITS, after.segmentCommits() - before.segmentCommits());
     m.put(SEGMENTS_WRITTEN, after.segmentsWritten() - before.segmentsWritten());
     m.put(VERSIONS_LOST, after.versionsLost() - before.versionsLost());

@@ -130,6 +130,53 @@ class ForcedSnapshotOnCommitTest {
     }
   }
 
+  @Test
+  void closingWaitsForTheSnapshotStillUploadingSoThatItPublishes() throws Exception {
+    StreamStateProvider provider = open("a");
+    Map<String, Integer> model = new TreeMap<>();
+    commitBatch(provider, 0, false, model);
+    SnapshotStallingFileSystem.stall();
+    commitBatch(provider, 1, true, model); // version 2, whose snapshot stalls in the background
+    await().atMost(WAIT).until(() -> SnapshotStallingFileSystem.blockedCalls() >= 1);
+
+    Thread closing = new Thread(provider::close, "closing");
+    closing.setDaemon(true);
+    closing.start();
+    // Seen waiting: without the wait the close ends at once (and the engine then drops an upload
+    // that has files left to start; this one's manifest create, already running, would finish).
+    await().atMost(WAIT).until(() -> closing.getState() == Thread.State.TIMED_WAITING);
+    assertThat(snapshotVersions()).isEmpty();
+    SnapshotStallingFileSystem.release();
+    closing.join(WAIT.toMillis());
+    assertThat(closing.isAlive()).isFalse();
+    assertThat(snapshotVersions()).containsOnly(2L);
+  }
+
+  @Test
+  void aCommitPastTheReplayDebtReportsTheSnapshotItStarted() throws Exception {
+    StreamStateProvider provider = open("a");
+    StateStore store = provider.getStore(0, Option.empty(), false, false);
+    UnsafeProjection keys = UnsafeProjection.create(KEY);
+    UnsafeProjection values = UnsafeProjection.create(VALUE);
+    int n = 250_000; // more than the 200,000 changes below which a replay is cheap
+    for (int i = 0; i < n; i++) {
+      store.put(
+          keys.apply(new GenericInternalRow(new Object[] {UTF8String.fromString("k" + i)})),
+          values.apply(new GenericInternalRow(new Object[] {i})),
+          StateStore.DEFAULT_COL_FAMILY_NAME());
+    }
+    assertThat(store.commit()).isEqualTo(1);
+    assertThat(store.metrics().customMetrics().get(StreamStateMetrics.REPLAY_DEBT_SNAPSHOTS))
+        .isEqualTo(Option.apply(1L));
+    await().atMost(WAIT).until(() -> snapshotVersions().contains(1L));
+
+    StateStore next = provider.getStore(1, Option.empty(), false, false);
+    next.put(row(KEY, "k0"), row(VALUE, -1), StateStore.DEFAULT_COL_FAMILY_NAME());
+    assertThat(next.commit()).isEqualTo(2);
+    assertThat(next.metrics().customMetrics().get(StreamStateMetrics.REPLAY_DEBT_SNAPSHOTS))
+        .isEqualTo(Option.apply(0L));
+  }
+
   /** One batch: loads {@code version}, writes keys, commits; returns the committed version. */
   private long commitBatch(
       StreamStateProvider provider, long version, boolean force, Map<String, Integer> model) {
