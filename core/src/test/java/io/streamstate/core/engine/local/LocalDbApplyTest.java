@@ -27,13 +27,7 @@ class LocalDbApplyTest {
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20)) {
       assertThat(budget.writeBufferBytes()).isEqualTo(1L << 20);
-      LocalDb db =
-          LocalDb.open(
-              "s",
-              tmp.resolve("db"),
-              budget,
-              OpenDatabases.of(resources),
-              LocalSpace.unmanaged("s", tmp));
+      LocalDb db = open(resources, budget);
       try {
         int n = 40_000; // 40k values of 200 bytes: 8 MB, eight memtables' worth
         List<Changelog.Change> first = new ArrayList<>();
@@ -64,13 +58,7 @@ class LocalDbApplyTest {
   void aCommitDeletingMuchOfAFamilyCompactsItAndASmallOneDoesNot() throws Exception {
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20)) {
-      LocalDb db =
-          LocalDb.open(
-              "s",
-              tmp.resolve("db"),
-              budget,
-              OpenDatabases.of(resources),
-              LocalSpace.unmanaged("s", tmp));
+      LocalDb db = open(resources, budget);
       try {
         int n = 160_000;
         List<Changelog.Change> puts = new ArrayList<>();
@@ -111,6 +99,15 @@ class LocalDbApplyTest {
         db.close();
       }
     }
+  }
+
+  private LocalDb open(ProcessResources resources, RocksDbMemoryBudget budget) {
+    return LocalDb.open(
+        "s",
+        tmp.resolve("db"),
+        budget,
+        OpenDatabases.of(resources),
+        LocalSpace.unmanaged("s", tmp));
   }
 
   private static byte[] value(int i, int version) {
