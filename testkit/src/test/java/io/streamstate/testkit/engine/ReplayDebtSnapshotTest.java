@@ -6,11 +6,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.streamstate.core.engine.StateTransaction;
+import io.streamstate.core.engine.StoreLayout;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
+import io.streamstate.core.format.FileKind;
+import io.streamstate.core.format.FramedFile;
+import io.streamstate.core.format.SnapshotManifest;
 import io.streamstate.testkit.InMemoryStorage;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -119,6 +124,51 @@ class ReplayDebtSnapshotTest {
       assertThat(queued(store)).isZero();
     }
     assertThat(snapshotVersions(other)).isEmpty();
+  }
+
+  @Test
+  void aVersionThatDeletesMuchOfTheStoreIsSnapshottedOnceItsCompactionEnded() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    TreeMap<String, String> model = new TreeMap<>();
+    int keys = 200_000;
+    int evicted = 150_000;
+    try (VersionedStore store = open(durable, "a", FLOOR_DECIDES)) {
+      commit(store, 1, 0, keys, model);
+      awaitSnapshot(durable, 1);
+      // Version 2 deletes three quarters of the keys (an eviction): a compaction of the family
+      // starts after its apply, and the replay-debt snapshot it also queues waits for it.
+      try (StateTransaction tx = store.begin(1)) {
+        for (int i = 0; i < evicted; i++) {
+          String key = String.format("k%05d", i);
+          tx.delete("default", bytes(key));
+          model.remove(key);
+        }
+        assertThat(tx.commit()).isEqualTo(2);
+      }
+      awaitSnapshot(durable, 2);
+    }
+    // Snapshotted before the compaction, version 2 would restore version 1's files plus the
+    // tombstones (more bytes than version 1); after it, only the live quarter.
+    assertThat(snapshotBytes(durable, 2)).isLessThan(snapshotBytes(durable, 1) / 2);
+    try (VersionedStore store =
+            open(ForcedSnapshotTest.withoutChangelogs(durable), "b", FLOOR_DECIDES);
+        StateTransaction tx = store.begin(2)) {
+      assertThat(EngineFixture.contents(tx)).isEqualTo(model);
+    }
+  }
+
+  /** The bytes of database files the snapshot of {@code version} restores. */
+  private static long snapshotBytes(InMemoryStorage durable, long version) {
+    List<String> manifests =
+        durable.names().stream()
+            .filter(n -> StoreLayout.parseSnapshot(n) != null)
+            .filter(n -> StoreLayout.parseSnapshot(n).version() == version)
+            .toList();
+    assertThat(manifests).hasSize(1);
+    String name = manifests.get(0);
+    return SnapshotManifest.decode(
+            FramedFile.readPayload(durable, name, FileKind.SNAPSHOT_MANIFEST), name)
+        .totalLength();
   }
 
   private VersionedStore open(InMemoryStorage durable, String dir, StoreOptions options) {

@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.rocksdb.BlockBasedTableConfig;
@@ -82,8 +83,17 @@ public final class LocalDb implements AutoCloseable {
    */
   static final long COMPACT_AFTER_DELETES_MIN = 100_000;
 
-  /** Compactions {@link #apply} ran after large deletes (tests, logs). */
+  /** Compactions after large deletes that ran to the end (tests, logs). */
   private final AtomicLong deleteCompactions = new AtomicLong();
+
+  /**
+   * The compactions after large deletes started so far, in order on {@link CompactionPool}; done
+   * when none is queued or running. Each completes normally (a failure is logged).
+   */
+  private volatile CompletableFuture<Void> compactions = CompletableFuture.completedFuture(null);
+
+  /** Set when {@link #close} begins: a compaction not yet started is skipped. */
+  private volatile boolean closing;
 
   /** Counts {@link #apply} calls: a scan that saw them all unchanged may build a filter. */
   private volatile long applies;
@@ -474,6 +484,7 @@ public final class LocalDb implements AutoCloseable {
             liveKeyFilters.put(op.family(), LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
           }
         } else {
+          awaitCompactions(); // one may be compacting the family whose handle this closes
           liveKeyFilters.remove(op.family());
           ColumnFamilyHandle handle = families.remove(op.family());
           if (handle != null) {
@@ -544,16 +555,20 @@ public final class LocalDb implements AutoCloseable {
   }
 
   /**
-   * Compacts {@code family} now if this commit deleted a large share of it. Spark evicts expired
-   * state in one batch (a watermark passing a window: a quarter of a 10M-key store at once), and
-   * until compaction reaches them, every deleted key stays as a tombstone that each later scan
-   * steps over; Spark's append-mode eviction scans the whole store every batch, so after such an
-   * eviction every batch, and a restart's first, paid for millions of them (docs/bench, issue 21,
-   * section 11: 12-13 s batches instead of 9, a 10M-key restart's first batch 17.9 s instead of
-   * 13.5). Compacting drops them and the data they shadow, and the store's next snapshot uploads
-   * the smaller files. Runs on the applying thread, in parallel with the commit's changelog upload
-   * of as many changes (at 10M keys the eviction batch was not longer: section 11), and on a load's
-   * replay of such a version too, whose first batch would otherwise scan the tombstones.
+   * Starts a compaction of {@code family} if this version deleted a large share of it. Spark evicts
+   * expired state in one batch (a watermark passing a window: a quarter of a 10M-key store at
+   * once), and until compaction reaches them, every deleted key stays as a tombstone that each
+   * later scan steps over; Spark's append-mode eviction scans the whole store every batch, so after
+   * such an eviction every batch, and a restart's first, paid for millions of them (docs/bench,
+   * issue 21, section 11: 12-13 s batches instead of 9, a 10M-key restart's first batch 17.9 s
+   * instead of 13.5). Compacting drops them and the data they shadow, and the store's next
+   * replay-debt snapshot, which waits for it ({@link #compactionsDone}), uploads the smaller files.
+   *
+   * <p>It runs on {@link CompactionPool} after the apply returns, not on the commit's path: inside
+   * the commit it made the eviction batch's commit seconds longer (1.6-4.0 s a store at 10M keys,
+   * section 13). Meanwhile the instance is read and written as usual (RocksDB compacts beside
+   * both); {@link #close} and a family's drop wait for it. A load's replay of such a version starts
+   * one too, whose first batch would otherwise scan the tombstones.
    */
   private void compactAfterDeletes(String family, long deletes, long version)
       throws RocksDBException {
@@ -565,8 +580,31 @@ public final class LocalDb implements AutoCloseable {
     if (deletes * 4 < keys) {
       return;
     }
+    compactions =
+        compactions.thenRunAsync(
+            () -> compact(handle, family, deletes, keys, version), CompactionPool.EXECUTOR);
+  }
+
+  /** One compaction of {@link #compactAfterDeletes}, on the pool; never throws. */
+  private void compact(
+      ColumnFamilyHandle handle, String family, long deletes, long keys, long version) {
+    if (closing) {
+      return;
+    }
     long started = System.nanoTime();
-    db.compactRange(handle);
+    try {
+      db.compactRange(handle);
+    } catch (RocksDBException | RuntimeException e) {
+      // Only reads get slower: the tombstones stay until RocksDB's own compactions reach them.
+      LOG.warn(
+          "Store {}: compacting column family '{}' after version {} deleted {} keys failed: {}",
+          storeName,
+          family,
+          version,
+          deletes,
+          e.toString());
+      return;
+    }
     deleteCompactions.incrementAndGet();
     LOG.info(
         "Store {}: version {} deleted {} keys of column family '{}' (~{} left): compacted it in"
@@ -577,6 +615,23 @@ public final class LocalDb implements AutoCloseable {
         family,
         keys,
         (System.nanoTime() - started) / 1_000_000);
+  }
+
+  /**
+   * Completes when the compactions after large deletes started so far have ended (at once if there
+   * are none); never exceptionally.
+   */
+  public CompletableFuture<Void> compactionsDone() {
+    return compactions;
+  }
+
+  /** Waits until the compactions after large deletes started so far have ended. */
+  public void awaitCompactions() {
+    CompletableFuture<Void> running;
+    do {
+      running = compactions;
+      running.join();
+    } while (running != compactions);
   }
 
   /** How many compactions large deletes caused ({@link #compactAfterDeletes}). */
@@ -684,6 +739,8 @@ public final class LocalDb implements AutoCloseable {
     if (closed) {
       return;
     }
+    closing = true;
+    awaitCompactions(); // a running one uses the handles closed below
     closed = true;
     openDatabases.remove(this);
     List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());

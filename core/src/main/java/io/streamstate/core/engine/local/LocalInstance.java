@@ -11,6 +11,7 @@ import java.util.Comparator;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -253,6 +254,14 @@ public final class LocalInstance {
     if (this.generation == generation && !shared.isEmpty()) {
       confirmedSsts = shared;
     }
+  }
+
+  /**
+   * Completes when the compactions that the instance's applies started after large deletes have
+   * ended ({@link LocalDb#compactionsDone}); at once without an instance.
+   */
+  public CompletableFuture<Void> compactionsDone() {
+    return db == null ? CompletableFuture.completedFuture(null) : db.compactionsDone();
   }
 
   public long estimateKeys() {

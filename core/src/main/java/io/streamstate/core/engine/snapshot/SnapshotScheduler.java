@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.Condition;
@@ -147,8 +148,9 @@ public final class SnapshotScheduler {
    * changes (those of the versions since the last snapshot) than {@code replayDebtPercent} of the
    * store's keys, and more than {@code replayDebtMinChanges}, a snapshot of the newest local
    * version is taken on the background pool, its local checkpoint (a memtable flush) included, so
-   * that the committing task never waits for it (docs/protocol.md, "Replay-debt snapshot"). At most
-   * one is queued per store; none while an upload runs.
+   * that the committing task never waits for it (docs/protocol.md, "Replay-debt snapshot"); after
+   * the compactions the instance's large deletes started, if any run. At most one is queued per
+   * store; none while an upload runs.
    *
    * @return whether a snapshot was queued
    */
@@ -177,14 +179,29 @@ public final class SnapshotScheduler {
         last,
         version,
         keys);
+    // After the compaction this commit's deletions may have started (LocalDb#compactAfterDeletes):
+    // a snapshot of the compacted files is smaller, and a load of it scans no tombstones. At once
+    // (on the pool) when none runs.
+    CompletableFuture<Void> queued =
+        local.compactionsDone().thenRunAsync(this::snapshotNewestInBackground, background);
+    queued.exceptionally(
+        e -> {
+          debtSnapshotNotStarted(version, e);
+          return null;
+        });
+    return !queued.isCompletedExceptionally();
+  }
+
+  /** The queued replay-debt snapshot could not start (the pool refused it). */
+  private void debtSnapshotNotStarted(long version, Throwable e) {
+    lock.lock();
     try {
-      background.execute(this::snapshotNewestInBackground);
-      return true;
-    } catch (RejectedExecutionException e) {
       debtSnapshotQueued = false;
-      snapshotFailed(version, e);
-      return false;
+      ended.signalAll();
+    } finally {
+      lock.unlock();
     }
+    snapshotFailed(version, e instanceof CompletionException c ? c.getCause() : e);
   }
 
   /** The queued replay-debt snapshot: f1 of the newest local version, then f2-f5. */

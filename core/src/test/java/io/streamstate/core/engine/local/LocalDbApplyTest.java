@@ -8,12 +8,15 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadPoolExecutor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A commit larger than a memtable is applied in several write batches: every put and delete lands,
- * in the changelog's order, whatever batch it fell in.
+ * in the changelog's order, whatever batch it fell in. One that deletes much of a family compacts
+ * it after the apply returns.
  */
 class LocalDbApplyTest {
   @TempDir Path tmp;
@@ -73,6 +76,7 @@ class LocalDbApplyTest {
           eviction.add(new Changelog.Change(key(i), null));
         }
         db.apply(changelog(2, eviction));
+        db.awaitCompactions();
         assertThat(db.deleteCompactions()).isEqualTo(1);
         // Compacted: no tombstone is left in any file or memtable, only the live keys.
         assertThat(db.aggregatedLongProperty("rocksdb.estimate-num-keys")).isEqualTo(n - evicted);
@@ -92,6 +96,7 @@ class LocalDbApplyTest {
           small.add(new Changelog.Change(key(i), null));
         }
         db.apply(changelog(3, small));
+        assertThat(db.compactionsDone()).isDone();
         assertThat(db.deleteCompactions()).isEqualTo(1);
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(evicted))).isNull();
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(evicted + 1_000))).isNotNull();
@@ -99,6 +104,68 @@ class LocalDbApplyTest {
         db.close();
       }
     }
+  }
+
+  @Test
+  void theCompactionRunsAfterTheApplyReturnsAndACloseSkipsOneNotStarted() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    try (ProcessResources resources = new ProcessResources("test");
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20)) {
+      LocalDb db = open(resources, budget);
+      Thread closer = null;
+      try {
+        int n = 160_000;
+        List<Changelog.Change> puts = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          puts.add(new Changelog.Change(key(i), ByteBuffer.allocate(8).putInt(i).array()));
+        }
+        db.apply(changelog(1, puts));
+        occupyCompactionThreads(release);
+        List<Changelog.Change> eviction = new ArrayList<>();
+        for (int i = 0; i < 120_000; i++) {
+          eviction.add(new Changelog.Change(key(i), null));
+        }
+        // Every compaction thread is busy: the apply returns with its compaction queued, and the
+        // instance reads the new version meanwhile.
+        db.apply(changelog(2, eviction));
+        assertThat(db.compactionsDone()).isNotDone();
+        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(0))).isNull();
+        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(120_000))).isNotNull();
+
+        // A close waits for the queue to reach the compaction, which it then skips.
+        closer = new Thread(db::close, "closer");
+        closer.start();
+        closer.join(200);
+        assertThat(closer.isAlive()).as("close waits for the queued compaction").isTrue();
+        release.countDown();
+        closer.join();
+        assertThat(db.compactionsDone()).isDone();
+        assertThat(db.deleteCompactions()).as("skipped: the instance was closing").isZero();
+      } finally {
+        release.countDown();
+        if (closer == null) {
+          db.close();
+        }
+      }
+    }
+  }
+
+  /** Blocks every thread of the compaction pool until {@code release}. */
+  private static void occupyCompactionThreads(CountDownLatch release) throws InterruptedException {
+    int threads = ((ThreadPoolExecutor) CompactionPool.EXECUTOR).getMaximumPoolSize();
+    CountDownLatch started = new CountDownLatch(threads);
+    for (int i = 0; i < threads; i++) {
+      CompactionPool.EXECUTOR.execute(
+          () -> {
+            started.countDown();
+            try {
+              release.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          });
+    }
+    started.await();
   }
 
   private LocalDb open(ProcessResources resources, RocksDbMemoryBudget budget) {
