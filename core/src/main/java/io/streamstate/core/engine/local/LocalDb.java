@@ -22,6 +22,7 @@ import org.rocksdb.Checkpoint;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.CompactRangeOptions;
 import org.rocksdb.CompressionType;
 import org.rocksdb.DBOptions;
 import org.rocksdb.FlushOptions;
@@ -592,8 +593,10 @@ public final class LocalDb implements AutoCloseable {
       return;
     }
     long started = System.nanoTime();
-    try {
-      db.compactRange(handle);
+    // Not exclusive: the commits that follow go on writing, and RocksDB's own compactions of what
+    // they flush must not wait behind this one (L0 files past the limit would stall the writes).
+    try (CompactRangeOptions options = new CompactRangeOptions()) {
+      db.compactRange(handle, null, null, options.setExclusiveManualCompaction(false));
     } catch (RocksDBException | RuntimeException e) {
       // Only reads get slower: the tombstones stay until RocksDB's own compactions reach them.
       LOG.warn(
