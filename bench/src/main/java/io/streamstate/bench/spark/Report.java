@@ -283,19 +283,31 @@ final class Report {
   }
 
   /**
-   * Throughput at saturation: per provider, input rows over the sum of batch durations of the
-   * counted saturation batches (large fixed batches, trigger back to back), all rounds pooled.
+   * Throughput at saturation: per workload and provider, input rows over the sum of batch durations
+   * of the counted saturation batches (large fixed batches, trigger back to back), all rounds
+   * pooled.
    */
   private static void saturationSection(StringBuilder md, List<Row> rows, List<String> order) {
-    Map<String, List<Row>> byProvider = new TreeMap<>(Report::providerOrder);
+    Map<String, Map<String, List<Row>>> byWorkload = new TreeMap<>();
     for (Row r : rows) {
       if (r.s("phase").equals("saturation") && r.d("batchId") >= FIRST_MEASURED_BATCH) {
-        byProvider.computeIfAbsent(r.s("provider"), k -> new ArrayList<>()).add(r);
+        byWorkload
+            .computeIfAbsent(r.s("workload"), k -> new TreeMap<>(Report::providerOrder))
+            .computeIfAbsent(r.s("provider"), k -> new ArrayList<>())
+            .add(r);
       }
     }
-    if (byProvider.isEmpty()) {
+    if (byWorkload.isEmpty()) {
       return;
     }
+    md.append("\n## Throughput at saturation\n");
+    for (Map<String, List<Row>> byProvider : byWorkload.values()) {
+      saturationTable(md, byProvider, order);
+    }
+  }
+
+  private static void saturationTable(
+      StringBuilder md, Map<String, List<Row>> byProvider, List<String> order) {
     Map<String, Double> rate = new LinkedHashMap<>();
     for (Map.Entry<String, List<Row>> e : byProvider.entrySet()) {
       double in = e.getValue().stream().mapToDouble(r -> r.d("inputRows")).sum();
@@ -303,11 +315,10 @@ final class Report {
       rate.put(e.getKey(), ms > 0 ? in * 1000 / ms : Double.NaN);
     }
     Row any = byProvider.values().iterator().next().get(0);
-    md.append("\n## Throughput at saturation\n\n");
     md.append(
         String.format(
             Locale.ROOT,
-            "%s, %s keys, local disk: fixed batches of %s input rows, trigger back to back,"
+            "%n%s, %s keys, local disk: fixed batches of %s input rows, trigger back to back,"
                 + " batches %d+ counted, every round pooled. rows/s = input rows / sum of batch"
                 + " durations; ÷ours = this provider's rows/s divided by ours (in bold; <1: fewer"
                 + " rows/s than ours).%n%n",

@@ -29,8 +29,8 @@ final class RoundPlan {
 
   /**
    * The cells of one round, providers innermost in the round's order; then the saturation cells
-   * (seed job, local disk, the first key size, {@code --saturation-rows} per batch), providers in
-   * the same order.
+   * (each workload, local disk, the first key size, {@code --saturation-rows} per batch), providers
+   * in the same order.
    */
   List<Cell> cells(int round) {
     List<Provider> order = providers(round);
@@ -57,17 +57,21 @@ final class RoundPlan {
       }
     }
     if (settings.saturationRows > 0) {
-      for (Provider provider : order) {
-        cells.add(
-            new Cell(
-                id(cells.size()),
-                "saturation",
-                provider,
-                Workload.WINDOW_AGG,
-                settings.keySizes.get(0),
-                "local",
-                settings.saturationRows,
-                settings.saturationBatches));
+      for (Workload w : settings.workloads) {
+        for (Provider provider : order) {
+          if (w.runsOn(provider)) {
+            cells.add(
+                new Cell(
+                    id(cells.size()),
+                    "saturation",
+                    provider,
+                    w,
+                    settings.keySizes.get(0),
+                    "local",
+                    settings.saturationRows,
+                    settings.saturationBatches));
+          }
+        }
       }
     }
     return cells;

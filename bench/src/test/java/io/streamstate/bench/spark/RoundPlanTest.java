@@ -54,8 +54,12 @@ class RoundPlanTest {
     assertThat(trimmed.runs(Provider.HDFS, Workload.JOIN, "s3")).isFalse();
     assertThat(trimmed.runs(Provider.HDFS, Workload.WINDOW_AGG, "s3")).isTrue();
     // 5 providers x 3 workloads on local, 4 x 3 on slow-datanode and busy-namenode, 4 x 1 on s3,
-    // then a saturation cell per provider.
-    assertThat(trimmed.cells(0)).hasSize(15 + 12 + 12 + 4 + 5);
+    // then a saturation cell per provider and workload.
+    assertThat(trimmed.cells(0)).hasSize(15 + 12 + 12 + 4 + 15);
+    assertThat(trimmed.cells(0).stream().filter(c -> c.kind().equals("saturation")))
+        .extracting(Cell::workload)
+        .containsOnly(Workload.WINDOW_AGG, Workload.DEDUP, Workload.JOIN)
+        .hasSize(15);
     RoundPlan full =
         new RoundPlan(BenchSettings.parse(new String[] {"--mode", "short", "--matrix", "full"}));
     assertThat(full.runs(Provider.NO_DURABILITY, Workload.JOIN, "s3")).isTrue();
