@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
@@ -84,7 +83,7 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     Overlay overlay = checkFamily(family);
     if (overlay != null) {
-      byte[] v = overlay.changes.get(key);
+      byte[] v = overlay.get(key);
       if (v != null) {
         return v == Overlay.TOMBSTONE ? null : v.clone();
       }
@@ -110,7 +109,7 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     Overlay overlay = checkFamily(family);
     if (overlay != null) {
-      byte[] v = overlay.changes.get(key);
+      byte[] v = overlay.get(key);
       if (v != null) {
         return v != Overlay.TOMBSTONE;
       }
@@ -277,11 +276,9 @@ public final class StateTransaction implements AutoCloseable {
     checkFamily(family);
     Overlay overlay = overlay(family); // made now, so that later changes are seen
     LocalDb.Cursor base = overlay.hidesCommitted ? null : db.newIterator(family, from);
-    NavigableMap<byte[], byte[]> view =
-        from == null ? overlay.changes : overlay.changes.tailMap(from, true);
     MergingIterator it =
         new MergingIterator(
-            base, view, overlay, to, committedKey -> iteratedCommitted(family, committedKey));
+            base, overlay, from, to, committedKey -> iteratedCommitted(family, committedKey));
     if (iterators.size() >= 64) {
       // Operators open an iterator per key (joins): forget the ones already closed.
       iterators.removeIf(MergingIterator::isClosed);
@@ -324,7 +321,7 @@ public final class StateTransaction implements AutoCloseable {
   public long changeCount() {
     long n = 0;
     for (Overlay o : overlays.values()) {
-      n += o.changes.size();
+      n += o.size();
     }
     return n;
   }
@@ -408,14 +405,13 @@ public final class StateTransaction implements AutoCloseable {
     List<Changelog.FamilyChanges> changes = new ArrayList<>();
     for (String family : new TreeSet<>(overlays.keySet())) {
       Overlay overlay = overlays.get(family);
-      if (overlay.changes.isEmpty()) {
+      if (overlay.isEmpty()) {
         continue;
       }
-      List<Changelog.Change> list = new ArrayList<>(overlay.changes.size());
-      for (Map.Entry<byte[], byte[]> e : overlay.changes.entrySet()) {
-        byte[] value = e.getValue();
-        list.add(new Changelog.Change(e.getKey(), value == Overlay.TOMBSTONE ? null : value));
-      }
+      List<Changelog.Change> list = new ArrayList<>(overlay.size());
+      overlay.forEachInOrder(
+          (key, value) ->
+              list.add(new Changelog.Change(key, value == Overlay.TOMBSTONE ? null : value)));
       changes.add(new Changelog.FamilyChanges(family, list));
     }
     return new Changelog(newVersion, commitId, parentId, List.copyOf(familyOps), changes);
