@@ -1,12 +1,14 @@
 package io.streamstate.core.engine;
 
 import io.streamstate.core.engine.local.LocalDb;
+import java.util.Map;
+import java.util.NavigableMap;
 import java.util.NoSuchElementException;
 import java.util.function.Consumer;
 
 /**
  * Iterates the committed entries of a column family (a {@link LocalDb.Cursor}) merged with a
- * transaction's uncommitted changes ({@link Overlay}), in key order. The overlay wins on equal
+ * transaction's uncommitted changes (a sorted overlay), in key order. The overlay wins on equal
  * keys; its tombstones hide committed entries.
  *
  * <p>A live view of the overlay: each step returns the smallest key after the last one returned,
@@ -18,16 +20,16 @@ import java.util.function.Consumer;
  */
 final class MergingIterator implements CloseableIterator<KeyValue> {
   private final LocalDb.Cursor base;
+  private final NavigableMap<byte[], byte[]> overlay;
   private final Overlay changes;
-  private final byte[] from;
   private final byte[] endExclusive;
   private final Consumer<byte[]> committedKeys;
 
   /** The last key returned or skipped: every later step returns a greater one. */
   private byte[] position;
 
-  /** The overlay's first key after {@link #position}, valid while the overlay is unchanged. */
-  private byte[] overlayHead;
+  /** The overlay's first entry after {@link #position}, valid while the overlay is unchanged. */
+  private Map.Entry<byte[], byte[]> overlayHead;
 
   private boolean overlayHeadKnown;
   private int overlayHeadAtModification;
@@ -37,21 +39,21 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   /**
    * @param base positioned at the first key to return, or null when there is no committed data
-   * @param changes the overlay (a live view): its change count and newest changed key tell whether
-   *     a cached position is still valid
-   * @param from the first key to return, or null from the start
+   * @param overlay the overlay's entries from the same start (a live view), possibly empty
+   * @param changes the overlay's owner: its change count and newest changed key tell whether a
+   *     cached position is still valid
    * @param endExclusive where to stop, or null for no bound
    * @param committedKeys told each key returned from the committed entries, before it is returned
    */
   MergingIterator(
       LocalDb.Cursor base,
+      NavigableMap<byte[], byte[]> overlay,
       Overlay changes,
-      byte[] from,
       byte[] endExclusive,
       Consumer<byte[]> committedKeys) {
     this.base = base;
+    this.overlay = overlay;
     this.changes = changes;
-    this.from = from;
     this.endExclusive = endExclusive;
     this.committedKeys = committedKeys;
     if (baseKey() == null && !anyLiveChange()) {
@@ -61,8 +63,11 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   /** Whether the overlay holds a key (not a deletion) before the end. */
   private boolean anyLiveChange() {
-    for (byte[] k = changes.ceilingKey(from); k != null && beforeEnd(k); k = changes.higherKey(k)) {
-      if (changes.get(k) != Overlay.TOMBSTONE) {
+    for (Map.Entry<byte[], byte[]> e : overlay.entrySet()) {
+      if (!beforeEnd(e.getKey())) {
+        return false;
+      }
+      if (e.getValue() != Overlay.TOMBSTONE) {
         return true;
       }
     }
@@ -93,7 +98,8 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   private KeyValue advance() {
     while (true) {
       byte[] baseKey = baseKey();
-      byte[] overlayKey = overlayHead();
+      Map.Entry<byte[], byte[]> head = overlayHead();
+      byte[] overlayKey = head == null ? null : head.getKey();
       if (overlayKey != null && !beforeEnd(overlayKey)) {
         overlayKey = null;
       }
@@ -111,7 +117,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
         committedKeys.accept(baseKey);
         return kv;
       }
-      byte[] value = changes.get(overlayKey);
+      byte[] value = head.getValue();
       if (cmp == 0) {
         base.next();
       }
@@ -123,12 +129,12 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   }
 
   /**
-   * The overlay's first key after {@link #position}: looked up again only after the overlay changed
-   * after the position or the position moved past it, so an iteration that changes nothing, or only
-   * the key it just returned (Spark's eviction), looks up each overlay key once (a {@code
-   * higherKey}, O(log n), where a map iterator takes one step).
+   * The overlay's first entry after {@link #position}: looked up again only after the overlay
+   * changed after the position or the position moved past it, so an iteration that changes nothing,
+   * or only the key it just returned (Spark's eviction), looks up each overlay entry once (a {@code
+   * higherEntry}, O(log n), where a map iterator takes one step).
    */
-  private byte[] overlayHead() {
+  private Map.Entry<byte[], byte[]> overlayHead() {
     int modifications = changes.modifications();
     if (overlayHeadKnown
         && modifications == overlayHeadAtModification + 1
@@ -138,7 +144,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       overlayHeadAtModification = modifications;
     }
     if (!overlayHeadKnown || modifications != overlayHeadAtModification) {
-      overlayHead = position == null ? changes.ceilingKey(from) : changes.higherKey(position);
+      overlayHead = position == null ? overlay.firstEntry() : overlay.higherEntry(position);
       overlayHeadKnown = true;
       overlayHeadAtModification = modifications;
     }
@@ -147,7 +153,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
 
   private void moveTo(byte[] key) {
     position = key;
-    if (overlayHead != null && ByteKeys.ORDER.compare(overlayHead, key) <= 0) {
+    if (overlayHead != null && ByteKeys.ORDER.compare(overlayHead.getKey(), key) <= 0) {
       overlayHeadKnown = false;
     }
   }

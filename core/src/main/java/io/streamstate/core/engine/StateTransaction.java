@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
@@ -83,7 +84,7 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     Overlay overlay = checkFamily(family);
     if (overlay != null) {
-      byte[] v = overlay.get(key);
+      byte[] v = overlay.changes.get(key);
       if (v != null) {
         return v == Overlay.TOMBSTONE ? null : v.clone();
       }
@@ -109,7 +110,7 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     Overlay overlay = checkFamily(family);
     if (overlay != null) {
-      byte[] v = overlay.get(key);
+      byte[] v = overlay.changes.get(key);
       if (v != null) {
         return v != Overlay.TOMBSTONE;
       }
@@ -276,9 +277,11 @@ public final class StateTransaction implements AutoCloseable {
     checkFamily(family);
     Overlay overlay = overlay(family); // made now, so that later changes are seen
     LocalDb.Cursor base = overlay.hidesCommitted ? null : db.newIterator(family, from);
+    NavigableMap<byte[], byte[]> view =
+        from == null ? overlay.changes : overlay.changes.tailMap(from, true);
     MergingIterator it =
         new MergingIterator(
-            base, overlay, from, to, committedKey -> iteratedCommitted(family, committedKey));
+            base, view, overlay, to, committedKey -> iteratedCommitted(family, committedKey));
     if (iterators.size() >= 64) {
       // Operators open an iterator per key (joins): forget the ones already closed.
       iterators.removeIf(MergingIterator::isClosed);
@@ -321,7 +324,7 @@ public final class StateTransaction implements AutoCloseable {
   public long changeCount() {
     long n = 0;
     for (Overlay o : overlays.values()) {
-      n += o.size();
+      n += o.changes.size();
     }
     return n;
   }
@@ -405,13 +408,14 @@ public final class StateTransaction implements AutoCloseable {
     List<Changelog.FamilyChanges> changes = new ArrayList<>();
     for (String family : new TreeSet<>(overlays.keySet())) {
       Overlay overlay = overlays.get(family);
-      if (overlay.isEmpty()) {
+      if (overlay.changes.isEmpty()) {
         continue;
       }
-      List<Changelog.Change> list = new ArrayList<>(overlay.size());
-      overlay.forEachInOrder(
-          (key, value) ->
-              list.add(new Changelog.Change(key, value == Overlay.TOMBSTONE ? null : value)));
+      List<Changelog.Change> list = new ArrayList<>(overlay.changes.size());
+      for (Map.Entry<byte[], byte[]> e : overlay.changes.entrySet()) {
+        byte[] value = e.getValue();
+        list.add(new Changelog.Change(e.getKey(), value == Overlay.TOMBSTONE ? null : value));
+      }
       changes.add(new Changelog.FamilyChanges(family, list));
     }
     return new Changelog(newVersion, commitId, parentId, List.copyOf(familyOps), changes);
