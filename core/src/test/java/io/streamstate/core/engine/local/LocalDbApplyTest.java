@@ -64,18 +64,10 @@ class LocalDbApplyTest {
       LocalDb db = open(resources, budget);
       try {
         int n = 160_000;
-        List<Changelog.Change> puts = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-          puts.add(new Changelog.Change(key(i), ByteBuffer.allocate(8).putInt(i).array()));
-        }
-        db.apply(changelog(1, puts));
+        db.apply(changelog(1, numberedPuts(n)));
         // An eviction: the oldest 120k keys (the smallest), as a watermark passing windows does.
         int evicted = 120_000;
-        List<Changelog.Change> eviction = new ArrayList<>();
-        for (int i = 0; i < evicted; i++) {
-          eviction.add(new Changelog.Change(key(i), null));
-        }
-        db.apply(changelog(2, eviction));
+        db.apply(changelog(2, deletions(0, evicted)));
         db.awaitCompactions();
         assertThat(db.deleteCompactions()).isEqualTo(1);
         // Compacted: no tombstone is left in any file or memtable, only the live keys.
@@ -91,11 +83,7 @@ class LocalDbApplyTest {
         assertThat(live.get(0)).isEqualTo(evicted);
 
         // A small eviction leaves its tombstones to RocksDB's own compactions.
-        List<Changelog.Change> small = new ArrayList<>();
-        for (int i = evicted; i < evicted + 1_000; i++) {
-          small.add(new Changelog.Change(key(i), null));
-        }
-        db.apply(changelog(3, small));
+        db.apply(changelog(3, deletions(evicted, evicted + 1_000)));
         assertThat(db.compactionsDone()).isDone();
         assertThat(db.deleteCompactions()).isEqualTo(1);
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(evicted))).isNull();
@@ -114,20 +102,11 @@ class LocalDbApplyTest {
       LocalDb db = open(resources, budget);
       Thread closer = null;
       try {
-        int n = 160_000;
-        List<Changelog.Change> puts = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-          puts.add(new Changelog.Change(key(i), ByteBuffer.allocate(8).putInt(i).array()));
-        }
-        db.apply(changelog(1, puts));
+        db.apply(changelog(1, numberedPuts(160_000)));
         occupyCompactionThreads(release);
-        List<Changelog.Change> eviction = new ArrayList<>();
-        for (int i = 0; i < 120_000; i++) {
-          eviction.add(new Changelog.Change(key(i), null));
-        }
         // Every compaction thread is busy: the apply returns with its compaction queued, and the
         // instance reads the new version meanwhile.
-        db.apply(changelog(2, eviction));
+        db.apply(changelog(2, deletions(0, 120_000)));
         assertThat(db.compactionsDone()).isNotDone();
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(0))).isNull();
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(120_000))).isNotNull();
@@ -148,6 +127,24 @@ class LocalDbApplyTest {
         }
       }
     }
+  }
+
+  /** Keys 0 to {@code n - 1}, each with its number as the value. */
+  private static List<Changelog.Change> numberedPuts(int n) {
+    List<Changelog.Change> puts = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      puts.add(new Changelog.Change(key(i), ByteBuffer.allocate(8).putInt(i).array()));
+    }
+    return puts;
+  }
+
+  /** Deletions of keys {@code from} to {@code to - 1}. */
+  private static List<Changelog.Change> deletions(int from, int to) {
+    List<Changelog.Change> deletions = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      deletions.add(new Changelog.Change(key(i), null));
+    }
+    return deletions;
   }
 
   /** Blocks every thread of the compaction pool until {@code release}. */
