@@ -179,7 +179,8 @@ public final class ProcessResources implements AutoCloseable {
     }
   }
 
-  private static ThreadFactory daemonThreads(String namePrefix) {
+  /** Daemon threads named {@code namePrefix} and a number counting from 1. */
+  public static ThreadFactory daemonThreads(String namePrefix) {
     AtomicInteger count = new AtomicInteger();
     return task -> {
       Thread t = new Thread(task, namePrefix + count.incrementAndGet());

@@ -1,10 +1,10 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.ProcessResources;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The threads that apply a commit to its local instance while the committing thread publishes it
@@ -15,8 +15,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class LocalApplyPool {
   private LocalApplyPool() {}
 
-  private static final AtomicInteger THREADS = new AtomicInteger();
-
   static final ExecutorService EXECUTOR =
       new ThreadPoolExecutor(
           0,
@@ -24,9 +22,5 @@ final class LocalApplyPool {
           60,
           TimeUnit.SECONDS,
           new SynchronousQueue<>(),
-          r -> {
-            Thread t = new Thread(r, "streamstate-local-apply-" + THREADS.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          });
+          ProcessResources.daemonThreads("streamstate-local-apply-"));
 }

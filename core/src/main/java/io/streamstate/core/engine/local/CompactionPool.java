@@ -1,10 +1,10 @@
 package io.streamstate.core.engine.local;
 
+import io.streamstate.core.ProcessResources;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The threads that compact a column family after a commit deleted much of it ({@link
@@ -17,24 +17,20 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class CompactionPool {
   private CompactionPool() {}
 
-  private static final AtomicInteger THREADS = new AtomicInteger();
-
   private static final int SIZE = Math.max(1, Runtime.getRuntime().availableProcessors() / 4);
 
-  static final ExecutorService EXECUTOR =
-      new ThreadPoolExecutor(
-          SIZE,
-          SIZE,
-          60,
-          TimeUnit.SECONDS,
-          new LinkedBlockingQueue<>(),
-          r -> {
-            Thread t = new Thread(r, "streamstate-compaction-" + THREADS.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-          });
+  static final ExecutorService EXECUTOR = newPool();
 
-  static {
-    ((ThreadPoolExecutor) EXECUTOR).allowCoreThreadTimeOut(true);
+  private static ExecutorService newPool() {
+    ThreadPoolExecutor pool =
+        new ThreadPoolExecutor(
+            SIZE,
+            SIZE,
+            60,
+            TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(),
+            ProcessResources.daemonThreads("streamstate-compaction-"));
+    pool.allowCoreThreadTimeOut(true); // idle ones end after a minute
+    return pool;
   }
 }
