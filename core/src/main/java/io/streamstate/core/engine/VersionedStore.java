@@ -102,7 +102,29 @@ public final class VersionedStore implements AutoCloseable {
             options,
             metrics,
             () -> closed,
+            this::settleDeferredCommit,
             parts.background());
+  }
+
+  /**
+   * Under the lock, before the local instance's newest version is used as durable (a load, a
+   * snapshot, a close): makes the last commit durable if it returned before it was (a group
+   * commit's deferred member, docs/protocol.md "Group commit"). If it is not durable, or not known
+   * to be, the local instance goes, as after any failed commit: the next load restores from durable
+   * storage.
+   */
+  private void settleDeferredCommit() {
+    try {
+      publisher.awaitDeferred();
+    } catch (RuntimeException e) {
+      LOG.warn(
+          "Store {}: version {} returned from its commit before it was durable, and its group"
+              + " commit failed; the next load restores from durable storage",
+          name,
+          local.version(),
+          e);
+      local.discard();
+    }
   }
 
   /**
@@ -182,6 +204,7 @@ public final class VersionedStore implements AutoCloseable {
     try {
       checkNotClosed();
       checkNoOpenTransaction();
+      settleDeferredCommit();
       // l1: warm, or l2-l5 from durable files.
       if (commitId.isPresent()
           ? local.holds(version, commitId.getAsLong())
@@ -229,6 +252,7 @@ public final class VersionedStore implements AutoCloseable {
     try {
       checkNotClosed();
       checkNoOpenTransaction();
+      settleDeferredCommit();
       local.openEmptyAt(version);
       // Not announced to group commit: its commit publishes no changelog.
       openTransaction = new StateTransaction(this, local.db(), version, 0, true);
@@ -269,6 +293,7 @@ public final class VersionedStore implements AutoCloseable {
     try {
       checkNotClosed();
       checkNoOpenTransaction();
+      settleDeferredCommit();
       try {
         replay.replay(snapshotVersion, endVersion, endCommit);
       } catch (RuntimeException e) {
@@ -647,6 +672,7 @@ public final class VersionedStore implements AutoCloseable {
       if (closed) {
         return;
       }
+      settleDeferredCommit();
       closed = true;
       waiters = snapshots.close();
       openTransaction = null;

@@ -129,20 +129,122 @@ class GroupCommitTest {
   }
 
   @Test
-  void aThreadCommittingTwoStoresInTurnDoesNotWaitForItself() {
+  void aThreadCommittingTwoStoresInTurnWritesOneSegmentWhenItsLastCommitReturns() {
     InMemoryStorage durable = new InMemoryStorage();
     List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), FOREVER);
     try {
-      // One task with two stateful operators: both transactions open on one thread.
+      // One task with two stateful operators (or a join's stores): both open on one thread.
       StateTransaction a = stores.get(0).begin(0);
       StateTransaction b = stores.get(1).begin(0);
       writeVersion(a, 1);
       writeVersion(b, 1);
       assertThat(a.commit()).isEqualTo(1);
+      // The thread commits b next: a's commit returned without waiting for a write of its own.
+      assertThat(segments(durable)).isEmpty();
       assertThat(b.commit()).isEqualTo(1);
+      // b's commit returned once both were durable, in one segment.
+      assertThat(segments(durable)).hasSize(1);
+      assertThat(stores.get(0).metrics().snapshot().segmentCommits()).isEqualTo(1);
+      assertThat(stores.get(1).metrics().snapshot().segmentsWritten()).isEqualTo(1);
+    } finally {
+      stores.forEach(VersionedStore::close);
+    }
+    Storage fresh = FaultInjectingStorage.builder(durable, 98).build();
+    for (int i = 0; i < 2; i++) {
+      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
+          StateTransaction tx = store.begin(1)) {
+        assertState(tx, 1);
+      }
+    }
+  }
+
+  @Test
+  void aCommitDeferredToTheThreadsNextIsWrittenWhenThatTransactionAborts() {
+    InMemoryStorage durable = new InMemoryStorage();
+    List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), FOREVER);
+    try {
+      StateTransaction a = stores.get(0).begin(0);
+      StateTransaction b = stores.get(1).begin(0);
+      writeVersion(a, 1);
+      a.commit();
+      assertThat(segments(durable)).isEmpty();
+      b.abort(); // the thread's last transaction of the version: a's segment is written now
+      assertThat(segments(durable)).hasSize(1);
+    } finally {
+      stores.forEach(VersionedStore::close);
+    }
+    Storage fresh = FaultInjectingStorage.builder(durable, 97).build();
+    try (VersionedStore store = open(fresh, 0, StoreOptions.defaults(), null);
+        StateTransaction tx = store.begin(1)) {
+      assertState(tx, 1);
+    }
+  }
+
+  @Test
+  void aDeferredCommitWhoseSegmentFailsFailsTheThreadsLastCommitAndIsNeverLoadedWarm() {
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 8).build();
+    List<VersionedStore> stores = openAll(storage, StoreOptions.defaults(), FOREVER);
+    try {
+      StateTransaction a = stores.get(0).begin(0);
+      StateTransaction b = stores.get(1).begin(0);
+      writeVersion(a, 1);
+      writeVersion(b, 1);
+      a.commit();
+      storage.failBefore(storage.callCount()); // the next call creates the segment of a and b
+      assertThatThrownBy(b::commit).isInstanceOf(RetryableException.class);
+      assertThat(segments(durable)).isEmpty();
+      // a's version 1 is in its local instance, but not durable: its store must not serve it.
+      assertThatThrownBy(() -> stores.get(0).begin(1))
+          .isInstanceOf(io.streamstate.core.error.MissingFileException.class);
+      // The task's retry commits both from version 0.
+      StateTransaction a2 = stores.get(0).begin(0);
+      StateTransaction b2 = stores.get(1).begin(0);
+      writeVersion(a2, 1);
+      writeVersion(b2, 1);
+      a2.commit();
+      b2.commit();
+      assertThat(segments(durable)).hasSize(1);
+    } finally {
+      stores.forEach(VersionedStore::close);
+    }
+    Storage fresh = FaultInjectingStorage.builder(durable, 96).build();
+    for (int i = 0; i < 2; i++) {
+      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
+          StateTransaction tx = store.begin(1)) {
+        assertState(tx, 1);
+      }
+    }
+  }
+
+  @Test
+  void aSnapshotOfADeferredCommitWritesItsSegmentFirst() {
+    InMemoryStorage durable = new InMemoryStorage();
+    List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), FOREVER);
+    try {
+      StateTransaction a = stores.get(0).begin(0);
+      StateTransaction b = stores.get(1).begin(0);
+      writeVersion(a, 1);
+      writeVersion(b, 1);
+      a.commit();
+      assertThat(segments(durable)).isEmpty();
+      // Maintenance snapshots a meanwhile: a snapshot of version 1 may be published only once
+      // version 1's commit is durable.
+      CompletableFuture<Long> snapshot =
+          CompletableFuture.supplyAsync(() -> stores.get(0).snapshotNow(), pool);
+      assertThat(snapshot.join()).isEqualTo(1);
+      assertThat(segments(durable)).hasSize(1);
+      b.commit(); // a's segment is written already: b's goes alone
       assertThat(segments(durable)).hasSize(2);
     } finally {
       stores.forEach(VersionedStore::close);
+    }
+    Storage fresh = FaultInjectingStorage.builder(durable, 95).build();
+    for (int i = 0; i < 2; i++) {
+      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
+          StateTransaction tx = store.begin(1)) {
+        assertState(tx, 1);
+      }
     }
   }
 

@@ -22,7 +22,9 @@ import io.streamstate.core.error.RetryableException;
 public interface CommitPublisher {
   /**
    * Publishes {@code commit} under its attempt-unique name (I2): once this returns in sync
-   * durability, the commit exists durably (I4); in async durability it is queued.
+   * durability, the commit exists durably (I4), unless it was deferred in a group commit (then it
+   * does once the thread's last commit of the version returns, or {@link #awaitDeferred}); in async
+   * durability it is queued.
    *
    * @throws RetryableException nothing was published
    * @throws OutcomeUnknownException the commit may or may not exist
@@ -37,6 +39,16 @@ public interface CommitPublisher {
 
   /** The open transaction will not commit (now): nothing waits for it any more. */
   default void withdraw() {}
+
+  /**
+   * Makes durable the store's last commit if {@link #publish} returned before it was (a group
+   * commit's deferred member, {@code GroupCommitter.defer}); a no-op otherwise. Called under the
+   * store's lock before anything reads the local instance's newest version as durable.
+   *
+   * @throws RetryableException that commit failed and nothing was published
+   * @throws OutcomeUnknownException that commit may or may not exist
+   */
+  default void awaitDeferred() {}
 
   /** Versions committed but not yet durable (0 in sync durability). */
   default int pending() {

@@ -8,8 +8,11 @@ import io.streamstate.core.hedge.HedgedPublish;
  * Publishes a store's commits as members of group commits' segments (docs/protocol.md, "Group
  * commit", g1 and g2): each transaction that may commit is announced to the {@link GroupCommitter}
  * the store shares with the other stores of its storage root, and its commit joins the segment of
- * its version, returning once that segment is durable. A commit whose transaction was withdrawn
- * (declared read-only, then committed anyway) is published alone, as a changelog.
+ * its version, returning once that segment is durable; or, while the thread holds another
+ * transaction of the version, returning at once and completing with the thread's last commit
+ * ({@link GroupCommitter#defer}; {@link #awaitDeferred} makes it durable earlier). A commit whose
+ * transaction was withdrawn (declared read-only, then committed anyway) is published alone, as a
+ * changelog.
  *
  * @apiNote Internal: public for the engine's packages only.
  */
@@ -20,6 +23,9 @@ public final class GroupCommitPublisher implements CommitPublisher {
 
   /** The open transaction's ticket, if it may commit; guarded by the store's lock. */
   private GroupCommitter.Ticket ticket;
+
+  /** The last commit, if it returned before its segment was durable; guarded by the lock. */
+  private GroupCommitter.Deferred deferred;
 
   /**
    * @param storePrefix the store's prefix, which names its members in segment indexes
@@ -53,12 +59,16 @@ public final class GroupCommitPublisher implements CommitPublisher {
     }
     GroupCommitter.Ticket t = ticket;
     ticket = null;
-    GroupCommitter.Result result =
-        committer.commit(
-            t,
-            new Segment.Member(
-                storePrefix, commit.commitId(), commit.parentId(), commit.payload()));
+    Segment.Member member =
+        new Segment.Member(storePrefix, commit.commitId(), commit.parentId(), commit.payload());
     long bytes = commit.payload().length;
+    // The thread commits another store of this version next: this commit completes with that one.
+    GroupCommitter.Deferred joined = committer.defer(t, member);
+    if (joined != null) {
+      deferred = joined;
+      return new PublishedCommit(bytes, 0, bytes, false, false, true, false);
+    }
+    GroupCommitter.Result result = committer.commit(t, member);
     // The segment's files count once, for the member whose thread wrote them.
     if (!result.wroteIt()) {
       return new PublishedCommit(bytes, 0, bytes, false, false, true, false);
@@ -70,7 +80,17 @@ public final class GroupCommitPublisher implements CommitPublisher {
   }
 
   @Override
+  public void awaitDeferred() {
+    GroupCommitter.Deferred d = deferred;
+    if (d != null) {
+      deferred = null;
+      committer.await(d);
+    }
+  }
+
+  @Override
   public void close() {
     withdraw();
+    deferred = null; // the store awaited it before closing
   }
 }

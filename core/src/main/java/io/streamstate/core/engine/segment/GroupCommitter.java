@@ -25,6 +25,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Group commit: the commits of one version that stores of one storage root make concurrently in
@@ -47,10 +49,22 @@ import java.util.concurrent.locks.ReentrantLock;
  * would only hold this task's slot idle (on 2 cores that wait was most of a commit's time, issue
  * 21). Where each segment is a file (S3), the wave saves files and requests, and is 250 ms.
  *
+ * <p>A thread's commits complete together ({@link #defer}): a task that commits several stores of
+ * one version one after the other (a stream-stream join commits four) would otherwise wait for one
+ * durable write per store. While the committing thread holds another announced transaction of the
+ * same version, its member joins the forming segment and the commit returns before the segment is
+ * durable; the thread's last commit of that version (or the withdrawal of its last transaction)
+ * writes the segment and waits for every member it deferred, failing if any is not durable. So the
+ * task still succeeds only once all its commits are durable, with one write for all of them.
+ * Whoever needs a deferred commit durable earlier (its store's next load or snapshot) writes the
+ * segment itself ({@link #await}).
+ *
  * <p>A failed segment fails every member the same way a changelog would fail its one commit: {@link
  * RetryableException} (nothing published) or {@link OutcomeUnknownException}.
  */
 public final class GroupCommitter {
+  private static final Logger LOG = LoggerFactory.getLogger(GroupCommitter.class);
+
   /**
    * The default wave ({@code waveMillis}): none when segments are appended to a journal, 250 ms
    * when each is a file.
@@ -74,6 +88,9 @@ public final class GroupCommitter {
   private final Set<Ticket> announced = new HashSet<>();
   private final Map<Thread, Integer> waiting = new HashMap<>();
   private final Map<Long, Group> forming = new HashMap<>();
+
+  /** The groups holding members each thread deferred ({@link #defer}), until it settles them. */
+  private final Map<Thread, List<Group>> deferredBy = new HashMap<>();
 
   /** Segment writes running now (under {@link #lock}). */
   private int writesInFlight;
@@ -100,6 +117,17 @@ public final class GroupCommitter {
 
   /** What one member's commit did. */
   public record Result(String segment, int members, boolean wroteIt, HedgedPublish published) {}
+
+  /** A member that joined its segment without waiting for it ({@link #defer}). */
+  public static final class Deferred {
+    private final Group group;
+    private final Thread owner;
+
+    private Deferred(Group group, Thread owner) {
+      this.group = group;
+      this.owner = owner;
+    }
+  }
 
   private static final class Group {
     final long version;
@@ -236,16 +264,42 @@ public final class GroupCommitter {
     return t;
   }
 
-  /** Withdraws a ticket (the transaction will not commit); segments stop waiting for it. */
+  /**
+   * Withdraws a ticket (the transaction will not commit); segments stop waiting for it. If it was
+   * the thread's last of its version and the thread deferred members of that version, their
+   * segments are written now (a failure there reaches whoever awaits them: their stores' next load
+   * or snapshot finds them not durable).
+   */
   public void withdraw(Ticket t) {
     lock.lock();
     try {
       if (announced.remove(t)) {
         changed.signalAll();
+        if (deferredBy.containsKey(t.thread) && !holdsAnyOf(t.thread, t.version)) {
+          RuntimeException failure = settleDeferred(t.thread);
+          if (failure != null) {
+            LOG.warn(
+                "Group commit of version {}: a segment holding commits this thread made before it"
+                    + " withdrew its last transaction failed; their stores load from durable"
+                    + " storage next",
+                t.version,
+                failure);
+          }
+        }
       }
     } finally {
       lock.unlock();
     }
+  }
+
+  /** Whether {@code thread} holds an announced ticket of {@code version}. */
+  private boolean holdsAnyOf(Thread thread, long version) {
+    for (Ticket t : announced) {
+      if (t.thread == thread && t.version == version) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -307,10 +361,137 @@ public final class GroupCommitter {
       if (group.failure != null) {
         throw memberFailure(group.failure);
       }
+      RuntimeException deferredFailure = settleDeferred(me);
+      if (deferredFailure != null) {
+        // This member is durable, but an earlier commit of this thread, which returned on the
+        // promise of this one, is not (or not known to be).
+        throw new OutcomeUnknownException(
+            "Group commit of version "
+                + ticket.version
+                + ": a commit this thread made before, which waited for this one, failed: "
+                + deferredFailure.getMessage(),
+            deferredFailure);
+      }
       return new Result(group.name, group.members.size(), group.writer == me, group.published);
     } finally {
       lock.unlock();
     }
+  }
+
+  /**
+   * Adds a member to the forming segment of its version without waiting for it to be written, if
+   * the calling thread holds another announced transaction of that version (it will commit again,
+   * or withdraw, and settle this member then); else returns null and adds nothing ({@link #commit}
+   * is the way then).
+   */
+  public Deferred defer(Ticket ticket, Segment.Member member) {
+    Thread me = Thread.currentThread();
+    lock.lock();
+    try {
+      if (!holdsAnother(me, ticket)) {
+        return null;
+      }
+      announced.remove(ticket);
+      Group group = forming.get(ticket.version);
+      if (group == null) {
+        group = new Group(ticket.version, System.nanoTime());
+        forming.put(ticket.version, group);
+      }
+      group.members.add(member);
+      group.bytes += member.changelog().length;
+      group.earliestAnnouncedNanos = Math.min(group.earliestAnnouncedNanos, ticket.announcedNanos);
+      List<Group> mine = deferredBy.computeIfAbsent(me, t -> new ArrayList<>());
+      if (!mine.contains(group)) {
+        mine.add(group);
+      }
+      changed.signalAll();
+      return new Deferred(group, me);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Makes a deferred member durable now: writes its segment if nobody is writing it yet, else waits
+   * for that write; returns once it is durable.
+   *
+   * @throws RetryableException the segment failed and nothing was published
+   * @throws OutcomeUnknownException the segment may or may not have been published
+   */
+  public void await(Deferred deferred) {
+    lock.lock();
+    try {
+      boolean interrupted = false;
+      while (!deferred.group.done) {
+        if (!deferred.group.flushing) {
+          write(deferred.group);
+        } else {
+          try {
+            changed.await();
+          } catch (InterruptedException e) {
+            interrupted = true; // the write is running: its outcome is what we report
+          }
+        }
+      }
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+      List<Group> mine = deferredBy.get(deferred.owner);
+      if (mine != null) {
+        mine.removeIf(g -> g.done);
+        if (mine.isEmpty()) {
+          deferredBy.remove(deferred.owner);
+        }
+      }
+      if (deferred.group.failure != null) {
+        throw memberFailure(deferred.group.failure);
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Whether {@code thread} holds an announced ticket of {@code ticket}'s version besides it. */
+  private boolean holdsAnother(Thread thread, Ticket ticket) {
+    for (Ticket t : announced) {
+      if (t != ticket && t.thread == thread && t.version == ticket.version) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Writes (or waits for) every segment holding members {@code thread} deferred; called with the
+   * lock held. Returns the first failure among them, or null when all are durable.
+   */
+  private RuntimeException settleDeferred(Thread thread) {
+    List<Group> mine = deferredBy.remove(thread);
+    if (mine == null) {
+      return null;
+    }
+    RuntimeException failure = null;
+    boolean interrupted = false;
+    for (Group group : mine) {
+      while (!group.done) {
+        if (!group.flushing) {
+          write(group);
+        } else {
+          try {
+            changed.await();
+          } catch (InterruptedException e) {
+            interrupted = true; // the write is running: its outcome is what we report
+          }
+        }
+      }
+      if (failure == null && group.failure != null) {
+        failure = group.failure;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return failure;
   }
 
   /** Whether no transaction of the group's wave may still join it. */

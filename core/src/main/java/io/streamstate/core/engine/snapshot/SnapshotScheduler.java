@@ -39,6 +39,7 @@ public final class SnapshotScheduler {
   private final StoreOptions options;
   private final StoreMetrics metrics;
   private final BooleanSupplier closed;
+  private final Runnable settleLocal;
   private final Executor background;
 
   /** Signalled when an upload ends. */
@@ -60,6 +61,8 @@ public final class SnapshotScheduler {
   /**
    * @param lock the store's lock, which guards {@code local}; this scheduler's state too
    * @param closed whether the store closed (read without the lock by uploads, which then stop)
+   * @param settleLocal run under the lock before a checkpoint: makes the local instance's newest
+   *     version durable if its commit returned before it was, or discards the instance
    * @param background where background uploads run (the process's pool: {@link
    *     SnapshotUploader#background()})
    */
@@ -72,6 +75,7 @@ public final class SnapshotScheduler {
       StoreOptions options,
       StoreMetrics metrics,
       BooleanSupplier closed,
+      Runnable settleLocal,
       Executor background) {
     this.storeName = storeName;
     this.lock = lock;
@@ -81,6 +85,7 @@ public final class SnapshotScheduler {
     this.options = options;
     this.metrics = metrics;
     this.closed = closed;
+    this.settleLocal = settleLocal;
     this.background = background;
     this.ended = lock.newCondition();
   }
@@ -286,6 +291,10 @@ public final class SnapshotScheduler {
       }
       if (!force && version - Math.max(last, 0) < options.snapshotInterval()) {
         return -1;
+      }
+      settleLocal.run(); // a snapshot of a commit that may still fail must not be published
+      if (!local.isOpen() || local.version() != version) {
+        return -1; // it failed: the instance is gone
       }
       checkpoint = LocalCheckpoint.of(local);
       uploading = true;
