@@ -218,6 +218,31 @@ class GroupCommitTest {
   }
 
   @Test
+  void aDeferredCommitThatFailsWhenASnapshotWritesItFailsTheThreadsLastCommit() {
+    InMemoryStorage durable = new InMemoryStorage();
+    FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 9).build();
+    List<VersionedStore> stores = openAll(storage, StoreOptions.defaults(), FOREVER);
+    try {
+      StateTransaction a = stores.get(0).begin(0);
+      StateTransaction b = stores.get(1).begin(0);
+      writeVersion(a, 1);
+      writeVersion(b, 1);
+      a.commit();
+      storage.failBefore(storage.callCount()); // the snapshot's write of a's segment
+      CompletableFuture<Long> snapshot =
+          CompletableFuture.supplyAsync(() -> stores.get(0).snapshotNow(), pool);
+      assertThat(snapshot.join()).isEqualTo(-1); // a's version 1 is not durable: no snapshot
+      // b's own segment lands, but a's commit, which returned on the promise of b's, did not:
+      // the task must fail, not succeed without a.
+      assertThatThrownBy(b::commit).isInstanceOf(OutcomeUnknownException.class);
+      assertThatThrownBy(() -> stores.get(0).begin(1))
+          .isInstanceOf(io.streamstate.core.error.MissingFileException.class);
+    } finally {
+      stores.forEach(VersionedStore::close);
+    }
+  }
+
+  @Test
   void aSnapshotOfADeferredCommitWritesItsSegmentFirst() {
     InMemoryStorage durable = new InMemoryStorage();
     List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), FOREVER);

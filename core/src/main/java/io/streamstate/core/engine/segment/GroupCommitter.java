@@ -275,8 +275,10 @@ public final class GroupCommitter {
     try {
       if (announced.remove(t)) {
         changed.signalAll();
-        if (deferredBy.containsKey(t.thread) && !holdsAnyOf(t.thread, t.version)) {
-          RuntimeException failure = settleDeferred(t.thread);
+        if (Thread.currentThread() == t.thread
+            && deferredBy.containsKey(t.thread)
+            && !holdsAnyOf(t.thread, t.version)) {
+          RuntimeException failure = settleDeferred(t.thread, t.version);
           if (failure != null) {
             LOG.warn(
                 "Group commit of version {}: a segment holding commits this thread made before it"
@@ -358,10 +360,10 @@ public final class GroupCommitter {
       } finally {
         waiting.merge(me, -1, (a, b) -> a + b == 0 ? null : a + b);
       }
+      RuntimeException deferredFailure = settleDeferred(me, ticket.version);
       if (group.failure != null) {
         throw memberFailure(group.failure);
       }
-      RuntimeException deferredFailure = settleDeferred(me);
       if (deferredFailure != null) {
         // This member is durable, but an earlier commit of this thread, which returned on the
         // promise of this one, is not (or not known to be).
@@ -388,11 +390,13 @@ public final class GroupCommitter {
     Thread me = Thread.currentThread();
     lock.lock();
     try {
-      if (!holdsAnother(me, ticket)) {
-        return null;
+      Group open = forming.get(ticket.version);
+      long bytes = open == null ? 0 : open.bytes;
+      if (!holdsAnother(me, ticket) || bytes + member.changelog().length >= MAX_SEGMENT_BYTES) {
+        return null; // commit() then: it writes the segment now
       }
       announced.remove(ticket);
-      Group group = forming.get(ticket.version);
+      Group group = open;
       if (group == null) {
         group = new Group(ticket.version, System.nanoTime());
         forming.put(ticket.version, group);
@@ -421,24 +425,11 @@ public final class GroupCommitter {
   public void await(Deferred deferred) {
     lock.lock();
     try {
-      boolean interrupted = false;
-      while (!deferred.group.done) {
-        if (!deferred.group.flushing) {
-          write(deferred.group);
-        } else {
-          try {
-            changed.await();
-          } catch (InterruptedException e) {
-            interrupted = true; // the write is running: its outcome is what we report
-          }
-        }
-      }
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
+      writeOrAwait(deferred.group);
+      // A failed segment stays on its owner's list: the owner's last commit must fail too.
       List<Group> mine = deferredBy.get(deferred.owner);
       if (mine != null) {
-        mine.removeIf(g -> g.done);
+        mine.removeIf(g -> g.done && g.failure == null);
         if (mine.isEmpty()) {
           deferredBy.remove(deferred.owner);
         }
@@ -462,36 +453,50 @@ public final class GroupCommitter {
   }
 
   /**
-   * Writes (or waits for) every segment holding members {@code thread} deferred; called with the
-   * lock held. Returns the first failure among them, or null when all are durable.
+   * Writes (or waits for) every segment holding members {@code thread} deferred of {@code version},
+   * and forgets the thread's deferred members of other versions (left by a commit that failed or
+   * was interrupted: their stores make them durable, or find them failed, before using them).
+   * Called with the lock held by the thread itself. Returns the first failure among the segments of
+   * {@code version}, or null when all are durable.
    */
-  private RuntimeException settleDeferred(Thread thread) {
+  private RuntimeException settleDeferred(Thread thread, long version) {
     List<Group> mine = deferredBy.remove(thread);
     if (mine == null) {
       return null;
     }
     RuntimeException failure = null;
-    boolean interrupted = false;
     for (Group group : mine) {
-      while (!group.done) {
-        if (!group.flushing) {
-          write(group);
-        } else {
-          try {
-            changed.await();
-          } catch (InterruptedException e) {
-            interrupted = true; // the write is running: its outcome is what we report
-          }
-        }
+      if (group.version != version) {
+        continue;
       }
+      writeOrAwait(group);
       if (failure == null && group.failure != null) {
         failure = group.failure;
+      }
+    }
+    return failure;
+  }
+
+  /**
+   * Writes {@code group}'s segment if nobody is writing it yet, else waits for that write; returns
+   * once it is done (durable or failed). Called with the lock held.
+   */
+  private void writeOrAwait(Group group) {
+    boolean interrupted = false;
+    while (!group.done) {
+      if (!group.flushing) {
+        write(group);
+      } else {
+        try {
+          changed.await();
+        } catch (InterruptedException e) {
+          interrupted = true; // the write is running: its outcome is what we report
+        }
       }
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
-    return failure;
   }
 
   /** Whether no transaction of the group's wave may still join it. */
