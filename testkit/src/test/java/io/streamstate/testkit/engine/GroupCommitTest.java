@@ -128,17 +128,37 @@ class GroupCommitTest {
     }
   }
 
+  /**
+   * One task's two stores on this thread: both begin version 0 and write version 1, the first
+   * commits (deferred: the thread still holds the second); returns the second, open.
+   */
+  private static StateTransaction commitFirstOfTwo(List<VersionedStore> stores) {
+    StateTransaction a = stores.get(0).begin(0);
+    StateTransaction b = stores.get(1).begin(0);
+    writeVersion(a, 1);
+    writeVersion(b, 1);
+    assertThat(a.commit()).isEqualTo(1);
+    return b;
+  }
+
+  /** The first {@code count} stores load {@code v} from {@code durable} in a new process. */
+  private void assertFirstStoresLoad(InMemoryStorage durable, int count, long v) {
+    Storage fresh = FaultInjectingStorage.builder(durable, 90 + count).build();
+    for (int i = 0; i < count; i++) {
+      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
+          StateTransaction tx = store.begin(v)) {
+        assertState(tx, v);
+      }
+    }
+  }
+
   @Test
   void aThreadCommittingTwoStoresInTurnWritesOneSegmentWhenItsLastCommitReturns() {
     InMemoryStorage durable = new InMemoryStorage();
     List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), FOREVER);
     try {
       // One task with two stateful operators (or a join's stores): both open on one thread.
-      StateTransaction a = stores.get(0).begin(0);
-      StateTransaction b = stores.get(1).begin(0);
-      writeVersion(a, 1);
-      writeVersion(b, 1);
-      assertThat(a.commit()).isEqualTo(1);
+      StateTransaction b = commitFirstOfTwo(stores);
       // The thread commits b next: a's commit returned without waiting for a write of its own.
       assertThat(segments(durable)).isEmpty();
       assertThat(b.commit()).isEqualTo(1);
@@ -149,13 +169,7 @@ class GroupCommitTest {
     } finally {
       stores.forEach(VersionedStore::close);
     }
-    Storage fresh = FaultInjectingStorage.builder(durable, 98).build();
-    for (int i = 0; i < 2; i++) {
-      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
-          StateTransaction tx = store.begin(1)) {
-        assertState(tx, 1);
-      }
-    }
+    assertFirstStoresLoad(durable, 2, 1);
   }
 
   @Test
@@ -163,21 +177,14 @@ class GroupCommitTest {
     InMemoryStorage durable = new InMemoryStorage();
     List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), FOREVER);
     try {
-      StateTransaction a = stores.get(0).begin(0);
-      StateTransaction b = stores.get(1).begin(0);
-      writeVersion(a, 1);
-      a.commit();
+      StateTransaction b = commitFirstOfTwo(stores);
       assertThat(segments(durable)).isEmpty();
       b.abort(); // the thread's last transaction of the version: a's segment is written now
       assertThat(segments(durable)).hasSize(1);
     } finally {
       stores.forEach(VersionedStore::close);
     }
-    Storage fresh = FaultInjectingStorage.builder(durable, 97).build();
-    try (VersionedStore store = open(fresh, 0, StoreOptions.defaults(), null);
-        StateTransaction tx = store.begin(1)) {
-      assertState(tx, 1);
-    }
+    assertFirstStoresLoad(durable, 1, 1);
   }
 
   @Test
@@ -186,11 +193,7 @@ class GroupCommitTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 8).build();
     List<VersionedStore> stores = openAll(storage, StoreOptions.defaults(), FOREVER);
     try {
-      StateTransaction a = stores.get(0).begin(0);
-      StateTransaction b = stores.get(1).begin(0);
-      writeVersion(a, 1);
-      writeVersion(b, 1);
-      a.commit();
+      StateTransaction b = commitFirstOfTwo(stores);
       storage.failBefore(storage.callCount()); // the next call creates the segment of a and b
       assertThatThrownBy(b::commit).isInstanceOf(RetryableException.class);
       assertThat(segments(durable)).isEmpty();
@@ -198,23 +201,12 @@ class GroupCommitTest {
       assertThatThrownBy(() -> stores.get(0).begin(1))
           .isInstanceOf(io.streamstate.core.error.MissingFileException.class);
       // The task's retry commits both from version 0.
-      StateTransaction a2 = stores.get(0).begin(0);
-      StateTransaction b2 = stores.get(1).begin(0);
-      writeVersion(a2, 1);
-      writeVersion(b2, 1);
-      a2.commit();
-      b2.commit();
+      commitFirstOfTwo(stores).commit();
       assertThat(segments(durable)).hasSize(1);
     } finally {
       stores.forEach(VersionedStore::close);
     }
-    Storage fresh = FaultInjectingStorage.builder(durable, 96).build();
-    for (int i = 0; i < 2; i++) {
-      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
-          StateTransaction tx = store.begin(1)) {
-        assertState(tx, 1);
-      }
-    }
+    assertFirstStoresLoad(durable, 2, 1);
   }
 
   @Test
@@ -223,11 +215,7 @@ class GroupCommitTest {
     FaultInjectingStorage storage = FaultInjectingStorage.builder(durable, 9).build();
     List<VersionedStore> stores = openAll(storage, StoreOptions.defaults(), FOREVER);
     try {
-      StateTransaction a = stores.get(0).begin(0);
-      StateTransaction b = stores.get(1).begin(0);
-      writeVersion(a, 1);
-      writeVersion(b, 1);
-      a.commit();
+      StateTransaction b = commitFirstOfTwo(stores);
       storage.failBefore(storage.callCount()); // the snapshot's write of a's segment
       CompletableFuture<Long> snapshot =
           CompletableFuture.supplyAsync(() -> stores.get(0).snapshotNow(), pool);
@@ -247,11 +235,7 @@ class GroupCommitTest {
     InMemoryStorage durable = new InMemoryStorage();
     List<VersionedStore> stores = openAll(durable, StoreOptions.defaults(), FOREVER);
     try {
-      StateTransaction a = stores.get(0).begin(0);
-      StateTransaction b = stores.get(1).begin(0);
-      writeVersion(a, 1);
-      writeVersion(b, 1);
-      a.commit();
+      StateTransaction b = commitFirstOfTwo(stores);
       assertThat(segments(durable)).isEmpty();
       // Maintenance snapshots a meanwhile: a snapshot of version 1 may be published only once
       // version 1's commit is durable.
@@ -264,13 +248,7 @@ class GroupCommitTest {
     } finally {
       stores.forEach(VersionedStore::close);
     }
-    Storage fresh = FaultInjectingStorage.builder(durable, 95).build();
-    for (int i = 0; i < 2; i++) {
-      try (VersionedStore store = open(fresh, i, StoreOptions.defaults(), null);
-          StateTransaction tx = store.begin(1)) {
-        assertState(tx, 1);
-      }
-    }
+    assertFirstStoresLoad(durable, 2, 1);
   }
 
   @Test

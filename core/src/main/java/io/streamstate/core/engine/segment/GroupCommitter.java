@@ -315,15 +315,7 @@ public final class GroupCommitter {
     Thread me = Thread.currentThread();
     lock.lock();
     try {
-      announced.remove(ticket);
-      Group group = forming.get(ticket.version);
-      if (group == null) {
-        group = new Group(ticket.version, System.nanoTime());
-        forming.put(ticket.version, group);
-      }
-      group.members.add(member);
-      group.bytes += member.changelog().length;
-      group.earliestAnnouncedNanos = Math.min(group.earliestAnnouncedNanos, ticket.announcedNanos);
+      Group group = join(ticket, member);
       waiting.merge(me, 1, Integer::sum);
       changed.signalAll();
       try {
@@ -395,15 +387,7 @@ public final class GroupCommitter {
       if (!holdsAnother(me, ticket) || bytes + member.changelog().length >= MAX_SEGMENT_BYTES) {
         return null; // commit() then: it writes the segment now
       }
-      announced.remove(ticket);
-      Group group = open;
-      if (group == null) {
-        group = new Group(ticket.version, System.nanoTime());
-        forming.put(ticket.version, group);
-      }
-      group.members.add(member);
-      group.bytes += member.changelog().length;
-      group.earliestAnnouncedNanos = Math.min(group.earliestAnnouncedNanos, ticket.announcedNanos);
+      Group group = join(ticket, member);
       List<Group> mine = deferredBy.computeIfAbsent(me, t -> new ArrayList<>());
       if (!mine.contains(group)) {
         mine.add(group);
@@ -440,6 +424,20 @@ public final class GroupCommitter {
     } finally {
       lock.unlock();
     }
+  }
+
+  /** Adds a member to the forming segment of its ticket's version; called with the lock held. */
+  private Group join(Ticket ticket, Segment.Member member) {
+    announced.remove(ticket);
+    Group group = forming.get(ticket.version);
+    if (group == null) {
+      group = new Group(ticket.version, System.nanoTime());
+      forming.put(ticket.version, group);
+    }
+    group.members.add(member);
+    group.bytes += member.changelog().length;
+    group.earliestAnnouncedNanos = Math.min(group.earliestAnnouncedNanos, ticket.announcedNanos);
+    return group;
   }
 
   /** Whether {@code thread} holds an announced ticket of {@code ticket}'s version besides it. */
