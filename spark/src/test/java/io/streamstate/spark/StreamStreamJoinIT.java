@@ -13,6 +13,7 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StreamingQueryProgress;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -23,7 +24,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Stream-stream joins with watermarks and a time-range condition: same output as the HDFS-backed
  * provider, for every join type, with restarts; also with join state formats 3 (column families)
  * and 4 (multiple values per key, timestamp-ordered keys, range scans), which the HDFS provider
- * cannot run: their output must equal the HDFS provider's with the default format 2.
+ * cannot run: their output must equal the HDFS provider's with the default format 2. A task's four
+ * stores commit in one group commit segment at most.
  */
 class StreamStreamJoinIT {
 
@@ -132,5 +134,37 @@ class StreamStreamJoinIT {
     ClockedRun.Result hdfs = run.run(TestSessions.HDFS, work.resolve("v4-hdfs"), steps());
 
     assertThat(ours.rows()).isNotEmpty().containsExactlyElementsOf(hdfs.rows());
+  }
+
+  /**
+   * A join's task commits its stores one after the other (two or four, by state format): they
+   * complete together, in one segment per task at most (one durable write, not one per store;
+   * docs/protocol.md, "Group commit"), and the output still equals the HDFS provider's. Spark
+   * reports the custom metrics of one store per side (its keyWithIndexToValue store), so each task
+   * shows 2 segment commits; before, those two alone wrote 4 segments in batch 0 of 3 tasks.
+   */
+  @Test
+  void aTasksStoresCommitInOneSegment() throws Exception {
+    ClockedRun run = join("inner");
+    ClockedRun.Result ours = run.run(TestSessions.OURS, work.resolve("segments-ours"), steps());
+    ClockedRun.Result hdfs = run.run(TestSessions.HDFS, work.resolve("segments-hdfs"), steps());
+    assertThat(ours.rows()).isNotEmpty().containsExactlyElementsOf(hdfs.rows());
+    int tasks = Integer.parseInt(spark.conf().get("spark.sql.shuffle.partitions"));
+    long batches = 0;
+    StringBuilder seen = new StringBuilder();
+    for (StreamingQueryProgress p : ours.allProgress()) {
+      for (var op : p.stateOperators()) {
+        Long commits = op.customMetrics().get("streamstateSegmentCommits");
+        Long segments = op.customMetrics().get("streamstateSegmentsWritten");
+        if (commits == null || commits == 0) {
+          continue;
+        }
+        batches++;
+        seen.append(
+            String.format(" [batch %d: %d commits, %d segments]", p.batchId(), commits, segments));
+        assertThat(segments).as("%d tasks a batch;%s", tasks, seen).isBetween(1L, (long) tasks);
+      }
+    }
+    assumeTrue(batches > 0, "group commit is off in this run's configuration (async)");
   }
 }

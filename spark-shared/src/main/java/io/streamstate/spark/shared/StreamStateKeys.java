@@ -153,8 +153,9 @@ public final class StreamStateKeys {
           "in `sync`: the commits one executor's stores make together for a batch are"
               + " published as one segment (`<checkpoint>/state/_segments/`, appended to a"
               + " segment journal where the store can, see `groupCommit.journal`) instead of one"
-              + " changelog each; every commit still returns only once durable (docs/protocol.md,"
-              + " \"Group commit\"). `async` never groups");
+              + " changelog each; a task's commits of several stores (a join's four) complete"
+              + " together, and the task's last commit returns only once all are durable"
+              + " (docs/protocol.md, \"Group commit\"). `async` never groups");
 
   static final ConfigKey GROUP_COMMIT_MAX_WAIT_MS_KEY =
       ConfigKey.of(
