@@ -162,7 +162,7 @@ class StreamStreamJoinIT {
         batches++;
         seen.append(
             String.format(" [batch %d: %d commits, %d segments]", p.batchId(), commits, segments));
-        assertThat(segments).as("%d tasks a batch;%s", tasks, seen).isBetween(1L, (long) tasks);
+        assertThat(segments).as("%d tasks a batch;%s", tasks, seen).isLessThanOrEqualTo(tasks);
       }
     }
     assumeTrue(batches > 0, "group commit is off in this run's configuration (async)");
