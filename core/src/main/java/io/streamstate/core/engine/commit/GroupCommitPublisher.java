@@ -66,12 +66,12 @@ public final class GroupCommitPublisher implements CommitPublisher {
     GroupCommitter.Deferred joined = committer.defer(t, member);
     if (joined != null) {
       deferred = joined;
-      return new PublishedCommit(bytes, 0, bytes, false, false, true, false);
+      return PublishedCommit.segmentMember(bytes);
     }
     GroupCommitter.Result result = committer.commit(t, member);
     // The segment's files count once, for the member whose thread wrote them.
     if (!result.wroteIt()) {
-      return new PublishedCommit(bytes, 0, bytes, false, false, true, false);
+      return PublishedCommit.segmentMember(bytes);
     }
     HedgedPublish published = result.published();
     boolean fired = published != null && published.hedgeFired();

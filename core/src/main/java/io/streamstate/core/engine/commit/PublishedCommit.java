@@ -32,6 +32,14 @@ public record PublishedCommit(
         framedLength, files, files * framedLength, hedgeFired, hedgeWon, false, false);
   }
 
+  /**
+   * A member of a segment another thread writes (or wrote): its payload counts, the segment's files
+   * count for that thread's commit.
+   */
+  static PublishedCommit segmentMember(long payloadBytes) {
+    return new PublishedCommit(payloadBytes, 0, payloadBytes, false, false, true, false);
+  }
+
   /** A commit queued for an async upload: nothing written yet. */
   static PublishedCommit queued(long framedLength) {
     return new PublishedCommit(framedLength, 0, 0, false, false, false, false);

@@ -277,7 +277,7 @@ public final class GroupCommitter {
         changed.signalAll();
         if (Thread.currentThread() == t.thread
             && deferredBy.containsKey(t.thread)
-            && !holdsAnyOf(t.thread, t.version)) {
+            && !holdsTicket(t.thread, t.version, null)) {
           RuntimeException failure = settleDeferred(t.thread, t.version);
           if (failure != null) {
             LOG.warn(
@@ -292,16 +292,6 @@ public final class GroupCommitter {
     } finally {
       lock.unlock();
     }
-  }
-
-  /** Whether {@code thread} holds an announced ticket of {@code version}. */
-  private boolean holdsAnyOf(Thread thread, long version) {
-    for (Ticket t : announced) {
-      if (t.thread == thread && t.version == version) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /**
@@ -384,7 +374,8 @@ public final class GroupCommitter {
     try {
       Group open = forming.get(ticket.version);
       long bytes = open == null ? 0 : open.bytes;
-      if (!holdsAnother(me, ticket) || bytes + member.changelog().length >= MAX_SEGMENT_BYTES) {
+      if (!holdsTicket(me, ticket.version, ticket)
+          || bytes + member.changelog().length >= MAX_SEGMENT_BYTES) {
         return null; // commit() then: it writes the segment now
       }
       Group group = join(ticket, member);
@@ -440,10 +431,12 @@ public final class GroupCommitter {
     return group;
   }
 
-  /** Whether {@code thread} holds an announced ticket of {@code ticket}'s version besides it. */
-  private boolean holdsAnother(Thread thread, Ticket ticket) {
+  /**
+   * Whether {@code thread} holds an announced ticket of {@code version} other than {@code except}.
+   */
+  private boolean holdsTicket(Thread thread, long version, Ticket except) {
     for (Ticket t : announced) {
-      if (t != ticket && t.thread == thread && t.version == ticket.version) {
+      if (t != except && t.thread == thread && t.version == version) {
         return true;
       }
     }
