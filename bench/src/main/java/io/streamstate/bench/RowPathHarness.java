@@ -21,7 +21,8 @@ import java.util.List;
  * Spark: each batch reads every key it brings (all new, so the reads miss), puts them, then scans
  * the whole state from the start and deletes the expired windows (Spark's eviction), and commits;
  * maintenance (snapshot) every third batch. Prints the task thread's CPU time per batch and per
- * phase (median over batches 2+), which a busy machine disturbs less than wall time.
+ * phase (median over batches 2+), which a busy machine disturbs less than wall time, and the
+ * commit's wall time (it waits for the local apply on another thread).
  *
  * <p>Run: {@code java -cp <core classes + rocksdbjni + slf4j + bench classes>
  * io.streamstate.bench.RowPathHarness SHOPS ROWS_PER_BATCH BATCHES [new]}; {@code new} counts rows
@@ -55,7 +56,7 @@ public class RowPathHarness {
                 .memoryBudget(budget)
                 .open()) {
       long version = 0, count = 0;
-      long[] cpu = new long[batches], wall = new long[batches];
+      long[] cpu = new long[batches], wall = new long[batches], commitWall = new long[batches];
       long[][] ph = new long[4][batches];
       byte[] value = new byte[25];
       for (int b = 0; b < batches; b++) {
@@ -98,7 +99,9 @@ public class RowPathHarness {
           }
         }
         ph[2][b] = mx.getCurrentThreadCpuTime() - c0;
+        long cw0 = System.nanoTime();
         version = tx.commit();
+        commitWall[b] = System.nanoTime() - cw0;
         ph[3][b] = mx.getCurrentThreadCpuTime() - c0;
         cpu[b] = mx.getCurrentThreadCpuTime() - c0;
         wall[b] = System.nanoTime() - w0;
@@ -116,6 +119,9 @@ public class RowPathHarness {
         Arrays.sort(d);
         sb.append(String.format(" %s %.1f", names[p], d[d.length / 2] / 1e6));
       }
+      long[] cw = Arrays.copyOfRange(commitWall, 2, batches);
+      Arrays.sort(cw);
+      sb.append(String.format("  commit wall %.1f", cw[cw.length / 2] / 1e6));
       System.out.println("  phases p50 CPU ms:" + sb);
       System.out.printf(
           "%s shops=%d rows=%d batches=%d rows=%d  task-thread CPU p50 %.1f ms (min %.1f)  wall p50 %.1f ms (min %.1f)%n",
