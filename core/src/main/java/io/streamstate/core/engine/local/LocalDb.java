@@ -102,8 +102,6 @@ public final class LocalDb implements AutoCloseable {
 
   private boolean closed;
 
-  private static final byte[] NO_BYTES = new byte[0];
-
   /** The SST format every supported RocksDB reads (docs/spark-lines.md). */
   static final int SST_FORMAT_VERSION = 5;
 
@@ -298,7 +296,7 @@ public final class LocalDb implements AutoCloseable {
       return null;
     }
     try {
-      return db.get(handle, readOptions, key);
+      return PointReads.get(db, handle, readOptions, key);
     } catch (RocksDBException e) {
       throw failure("read", e);
     }
@@ -312,9 +310,7 @@ public final class LocalDb implements AutoCloseable {
       return false;
     }
     try {
-      // A zero-length buffer: RocksDB reports the value's size and copies none of it. (Not
-      // RocksDB.keyExists: RocksDB 8.3, which Spark 3.5 ships, lacks it.)
-      return db.get(handle, readOptions, key, NO_BYTES) != RocksDB.NOT_FOUND;
+      return PointReads.exists(db, handle, readOptions, key);
     } catch (RocksDBException e) {
       throw failure("read", e);
     }

@@ -54,6 +54,12 @@ public final class RocksDbVersion {
         + " classpath, and use the streamstate jar of the running Spark's line.";
   }
 
+  /** The major version of the loaded library (loading it if needed). */
+  static int loadedMajor() {
+    RocksDB.loadLibrary();
+    return RocksDB.rocksdbVersion().getMajor();
+  }
+
   private static String problemOfLoaded() {
     RocksDB.loadLibrary();
     RocksDB.Version v = RocksDB.rocksdbVersion();
