@@ -133,10 +133,10 @@ public final class StateTransaction implements AutoCloseable {
     if (!db.mightContain(family, key)) {
       return false;
     }
-    Map<RememberedKey, Boolean> known = committedExistence.get(family);
-    Boolean exists = known == null ? null : known.get(new RememberedKey(key));
-    if (exists != null) {
-      return exists;
+    ExistenceMemo known = committedExistence.get(family);
+    int memo = known == null ? ExistenceMemo.UNKNOWN : known.lookUp(key);
+    if (memo != ExistenceMemo.UNKNOWN) {
+      return memo == ExistenceMemo.PRESENT;
     }
     boolean found = db.exists(family, key);
     remember(family, key, found);
@@ -144,66 +144,29 @@ public final class StateTransaction implements AutoCloseable {
   }
 
   /** Keys whose committed existence this transaction looked up, so far, per family. */
-  private final Map<String, Map<RememberedKey, Boolean>> committedExistence = new HashMap<>();
-
-  private int rememberedKeys;
+  private final Map<String, ExistenceMemo> committedExistence = new HashMap<>();
 
   /** The key an iterator of this transaction last returned from the committed state, a copy. */
   private String lastIteratedFamily;
 
   private byte[] lastIteratedKey;
 
-  /** Bounds what a transaction remembers of committed existence (a few tens of MB at most). */
+  /**
+   * Bounds what a transaction remembers of a family's committed existence (a few tens of MB at
+   * most).
+   */
   private static final int MAX_REMEMBERED_KEYS = 1 << 20;
 
   private void remember(String family, byte[] key, boolean exists) {
-    if (rememberedKeys >= MAX_REMEMBERED_KEYS) {
-      return;
-    }
-    if (committedExistence
-            .computeIfAbsent(family, f -> new HashMap<>())
-            .put(new RememberedKey(key.clone()), exists)
-        == null) {
-      rememberedKeys++;
-    }
+    committedExistence
+        .computeIfAbsent(family, f -> new ExistenceMemo(MAX_REMEMBERED_KEYS))
+        .remember(key, exists);
   }
 
   /** Called by this transaction's iterators for each entry they return from committed data. */
   void iteratedCommitted(String family, byte[] key) {
     lastIteratedFamily = family;
     lastIteratedKey = key.clone();
-  }
-
-  /**
-   * A key in the map of remembered existence: hashes the bytes once (a {@code ByteBuffer} would
-   * hash them byte by byte on every lookup).
-   */
-  private static final class RememberedKey {
-    private final byte[] bytes;
-    private final int hash;
-
-    RememberedKey(byte[] bytes) {
-      this.bytes = bytes;
-      this.hash = hash(bytes);
-    }
-
-    /** {@link ByteKeys#hash64}: state keys collide often under {@code Arrays.hashCode}. */
-    private static int hash(byte[] b) {
-      long h = ByteKeys.hash64(b);
-      return (int) (h ^ (h >>> 32));
-    }
-
-    @Override
-    public int hashCode() {
-      return hash;
-    }
-
-    @Override
-    public boolean equals(Object o) {
-      return o instanceof RememberedKey other
-          && other.hash == hash
-          && Arrays.equals(other.bytes, bytes);
-    }
   }
 
   public void put(String family, byte[] key, byte[] value) {
