@@ -45,49 +45,55 @@ final class PointReads {
   /** The value of {@code key}, or null if the family has none. */
   static byte[] get(RocksDB db, ColumnFamilyHandle family, ReadOptions options, byte[] key)
       throws RocksDBException {
-    if (!MISSES_THROW) {
-      return db.get(family, options, key);
-    }
-    Buffers buffers = BUFFERS.get();
-    ByteBuffer value = buffers.value;
-    KeyMayExist found = db.keyMayExist(family, options, buffers.key(key), value);
-    switch (found.exists) {
-      case kNotExist:
+    if (MISSES_THROW) {
+      Buffers buffers = BUFFERS.get();
+      KeyMayExist found = ask(db, family, options, key, buffers);
+      if (found.exists == KeyMayExist.KeyMayExistEnum.kNotExist) {
         return null;
-      case kExistsWithValue:
-        if (found.valueLength == 0) {
-          // RocksDB 9.8 also says so, with nothing read, for a value larger than the memtable
-          // read right after its flush (CommitPathTest): an empty value is confirmed by get.
-          return db.get(family, options, key);
-        }
-        if (found.valueLength <= value.capacity()) {
+      }
+      if (readValue(found)) {
+        if (found.valueLength <= buffers.value.capacity()) {
           byte[] out = new byte[found.valueLength];
-          value.get(0, out);
+          buffers.value.get(0, out);
           return out;
         }
         buffers.growValue(found.valueLength);
-        return db.get(family, options, key);
-      default:
-        return db.get(family, options, key);
+      }
     }
+    return db.get(family, options, key);
   }
 
   /** Whether the family has {@code key}, without copying its value into the JVM. */
   static boolean exists(RocksDB db, ColumnFamilyHandle family, ReadOptions options, byte[] key)
       throws RocksDBException {
     if (MISSES_THROW) {
-      Buffers buffers = BUFFERS.get();
-      KeyMayExist found = db.keyMayExist(family, options, buffers.key(key), buffers.value);
+      KeyMayExist found = ask(db, family, options, key, BUFFERS.get());
       if (found.exists == KeyMayExist.KeyMayExistEnum.kNotExist) {
         return false;
       }
-      if (found.exists == KeyMayExist.KeyMayExistEnum.kExistsWithValue && found.valueLength > 0) {
+      if (readValue(found)) {
         return true;
       }
     }
     // A zero-length buffer: RocksDB reports the value's size and copies none of it. (Not
     // RocksDB.keyExists: RocksDB 8.3, which Spark 3.5 ships, lacks it.)
     return db.get(family, options, key, NO_BYTES) != RocksDB.NOT_FOUND;
+  }
+
+  /** RocksDB's "may exist" answer for {@code key}, the value (what fits) in the thread's buffer. */
+  private static KeyMayExist ask(
+      RocksDB db, ColumnFamilyHandle family, ReadOptions options, byte[] key, Buffers buffers) {
+    buffers.value.clear();
+    return db.keyMayExist(family, options, buffers.key(key), buffers.value);
+  }
+
+  /**
+   * Whether RocksDB found the key and read its value. Not when the value is empty: RocksDB 9.8 also
+   * says "there, with its value" with nothing read for a value larger than the memtable read right
+   * after its flush (CommitPathTest), so an empty value is confirmed by {@code get}.
+   */
+  private static boolean readValue(KeyMayExist found) {
+    return found.exists == KeyMayExist.KeyMayExistEnum.kExistsWithValue && found.valueLength > 0;
   }
 
   private static final class Buffers {
@@ -101,7 +107,6 @@ final class PointReads {
       }
       key.clear();
       key.put(bytes).flip();
-      value.clear();
       return key;
     }
 
