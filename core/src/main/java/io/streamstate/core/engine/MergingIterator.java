@@ -4,12 +4,11 @@ import io.streamstate.core.engine.local.LocalDb;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.NoSuchElementException;
-import java.util.function.Consumer;
 
 /**
  * Iterates the committed entries of a column family (a {@link LocalDb.Cursor}) merged with a
  * transaction's uncommitted changes (a sorted overlay), in key order. The overlay wins on equal
- * keys; its tombstones hide committed entries.
+ * keys; its tombstones and deleted runs hide committed entries.
  *
  * <p>A live view of the overlay: each step returns the smallest key after the last one returned,
  * with the overlay as it is at that step, so changes made while iterating (Spark evicts expired
@@ -23,7 +22,19 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   private final NavigableMap<byte[], byte[]> overlay;
   private final Overlay changes;
   private final byte[] endExclusive;
-  private final Consumer<byte[]> committedKeys;
+  private final CommittedKeys committedKeys;
+
+  /** Told of each key an iterator returns from the committed entries, before it returns it. */
+  @FunctionalInterface
+  interface CommittedKeys {
+    /**
+     * @param step the number of entries {@code iterator} returned so far, this one included
+     */
+    void returned(byte[] key, MergingIterator iterator, long step);
+  }
+
+  /** Entries returned so far. */
+  private long steps;
 
   /** The last key returned or skipped: every later step returns a greater one. */
   private byte[] position;
@@ -50,7 +61,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       NavigableMap<byte[], byte[]> overlay,
       Overlay changes,
       byte[] endExclusive,
-      Consumer<byte[]> committedKeys) {
+      CommittedKeys committedKeys) {
     this.base = base;
     this.overlay = overlay;
     this.changes = changes;
@@ -111,10 +122,15 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
               ? 1
               : overlayKey == null ? -1 : ByteKeys.ORDER.compare(baseKey, overlayKey);
       if (cmp < 0) {
+        if (changes.inRun(baseKey)) { // deleted by this transaction, not in the map
+          base.next();
+          moveTo(baseKey);
+          continue;
+        }
         KeyValue kv = new KeyValue(baseKey, base.value());
         base.next();
         moveTo(baseKey);
-        committedKeys.accept(baseKey);
+        committedKeys.returned(baseKey, this, ++steps);
         return kv;
       }
       byte[] value = head.getValue();
@@ -123,6 +139,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       }
       moveTo(overlayKey);
       if (value != Overlay.TOMBSTONE) {
+        steps++;
         return new KeyValue(overlayKey, value);
       }
     }

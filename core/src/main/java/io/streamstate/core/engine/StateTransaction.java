@@ -1,5 +1,6 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.engine.local.DeletedRanges;
 import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -84,7 +85,7 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     Overlay overlay = checkFamily(family);
     if (overlay != null) {
-      byte[] v = overlay.changes.get(key);
+      byte[] v = overlay.get(key);
       if (v != null) {
         return v == Overlay.TOMBSTONE ? null : v.clone();
       }
@@ -110,7 +111,7 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     Overlay overlay = checkFamily(family);
     if (overlay != null) {
-      byte[] v = overlay.changes.get(key);
+      byte[] v = overlay.get(key);
       if (v != null) {
         return v != Overlay.TOMBSTONE;
       }
@@ -151,6 +152,11 @@ public final class StateTransaction implements AutoCloseable {
 
   private byte[] lastIteratedKey;
 
+  /** The iterator that returned {@link #lastIteratedKey}, and at which of its steps. */
+  private MergingIterator lastIterator;
+
+  private long lastIteratedStep;
+
   /**
    * Bounds what a transaction remembers of a family's committed existence (a few tens of MB at
    * most).
@@ -164,9 +170,22 @@ public final class StateTransaction implements AutoCloseable {
   }
 
   /** Called by this transaction's iterators for each entry they return from committed data. */
-  void iteratedCommitted(String family, byte[] key) {
+  private void iteratedCommitted(String family, byte[] key, MergingIterator iterator, long step) {
     lastIteratedFamily = family;
     lastIteratedKey = key.clone();
+    lastIterator = iterator;
+    lastIteratedStep = step;
+  }
+
+  /**
+   * Deletes {@code key} into a deleted run of its overlay if it is the committed key an iterator
+   * returned last and nothing changed it since ({@link Overlay#deleteReturned}); false if not.
+   */
+  private boolean deleteReturned(Overlay overlay, String family, byte[] key) {
+    return lastIterator != null
+        && family.equals(lastIteratedFamily)
+        && Arrays.equals(key, lastIteratedKey)
+        && overlay.deleteReturned(lastIteratedKey, lastIterator, lastIteratedStep);
   }
 
   public void put(String family, byte[] key, byte[] value) {
@@ -194,7 +213,10 @@ public final class StateTransaction implements AutoCloseable {
     checkOpen();
     Objects.requireNonNull(key, "key");
     checkFamily(family);
-    overlay(family).put(key.clone(), Overlay.TOMBSTONE);
+    Overlay overlay = overlay(family);
+    if (!deleteReturned(overlay, family, key)) {
+      overlay.put(key.clone(), Overlay.TOMBSTONE);
+    }
   }
 
   /**
@@ -206,6 +228,9 @@ public final class StateTransaction implements AutoCloseable {
     Objects.requireNonNull(key, "key");
     checkFamily(family);
     Overlay overlay = overlay(family);
+    if (deleteReturned(overlay, family, key)) {
+      return true; // a committed key, returned by an iterator and not changed since
+    }
     return existedBefore(overlay, family, key, overlay.put(key.clone(), Overlay.TOMBSTONE));
   }
 
@@ -244,7 +269,12 @@ public final class StateTransaction implements AutoCloseable {
         from == null ? overlay.changes : overlay.changes.tailMap(from, true);
     MergingIterator it =
         new MergingIterator(
-            base, view, overlay, to, committedKey -> iteratedCommitted(family, committedKey));
+            base,
+            view,
+            overlay,
+            to,
+            (committedKey, iterator, step) ->
+                iteratedCommitted(family, committedKey, iterator, step));
     if (iterators.size() >= 64) {
       // Operators open an iterator per key (joins): forget the ones already closed.
       iterators.removeIf(MergingIterator::isClosed);
@@ -287,7 +317,7 @@ public final class StateTransaction implements AutoCloseable {
   public long changeCount() {
     long n = 0;
     for (Overlay o : overlays.values()) {
-      n += o.changes.size();
+      n += o.size();
     }
     return n;
   }
@@ -371,17 +401,28 @@ public final class StateTransaction implements AutoCloseable {
     List<Changelog.FamilyChanges> changes = new ArrayList<>();
     for (String family : new TreeSet<>(overlays.keySet())) {
       Overlay overlay = overlays.get(family);
-      if (overlay.changes.isEmpty()) {
+      if (overlay.isEmpty()) {
         continue;
       }
-      List<Changelog.Change> list = new ArrayList<>(overlay.changes.size());
-      for (Map.Entry<byte[], byte[]> e : overlay.changes.entrySet()) {
-        byte[] value = e.getValue();
-        list.add(new Changelog.Change(e.getKey(), value == Overlay.TOMBSTONE ? null : value));
-      }
+      List<Changelog.Change> list = new ArrayList<>((int) overlay.size());
+      overlay.forEachChange(
+          (key, value) ->
+              list.add(new Changelog.Change(key, value == Overlay.TOMBSTONE ? null : value)));
       changes.add(new Changelog.FamilyChanges(family, list));
     }
     return new Changelog(newVersion, commitId, parentId, List.copyOf(familyOps), changes);
+  }
+
+  /**
+   * The key ranges this transaction deleted whole (its overlays' long deleted runs), which the
+   * local apply of {@link #toChangelog} may write as range deletions.
+   */
+  DeletedRanges deletedRanges() {
+    DeletedRanges ranges = new DeletedRanges();
+    for (Map.Entry<String, Overlay> e : overlays.entrySet()) {
+      e.getValue().forEachLongRun((first, last) -> ranges.add(e.getKey(), first, last));
+    }
+    return ranges;
   }
 
   LocalDb db() {

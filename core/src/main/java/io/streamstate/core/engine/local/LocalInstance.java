@@ -196,7 +196,12 @@ public final class LocalInstance {
 
   /** Applies the next version's changelog, which becomes the version the instance holds. */
   public void apply(Changelog changelog) {
-    db.apply(changelog);
+    apply(changelog, DeletedRanges.NONE);
+  }
+
+  /** As {@link #apply(Changelog)}, with ranges it deletes whole ({@link DeletedRanges}). */
+  public void apply(Changelog changelog, DeletedRanges ranges) {
+    db.apply(changelog, ranges);
     version = changelog.version();
     commitId = changelog.commitId();
     lineage.put(version, commitId);

@@ -1,0 +1,177 @@
+package io.streamstate.core.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
+import io.streamstate.core.storage.LocalStorage;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Spark's eviction deletes each key its scan returns; a transaction keeps such deletions as runs
+ * ({@link Overlay}) and its commit writes the long ones to the local instance as range deletions.
+ * Checked against a sorted map holding the same state: scans that delete most keys they return
+ * while changing keys ahead of them, behind them (inside runs already made) and at them, then
+ * reads, a second scan, the commit, and the state read back from the local instance and, after a
+ * restart on a new local directory, from the changelogs alone.
+ */
+class DeletedRunsTest {
+  @TempDir Path tmp;
+
+  private static byte[] key(int i) {
+    return ByteBuffer.allocate(4).putInt(i).array();
+  }
+
+  private static int number(byte[] key) {
+    return ByteBuffer.wrap(key).getInt();
+  }
+
+  private static final int KEYS = 6_000;
+
+  @Test
+  void scansThatDeleteWhatTheyReturnLeaveTheStateAModelHolds() {
+    Path durable = tmp.resolve("durable");
+    TreeMap<Integer, Integer> model = new TreeMap<>();
+    long version = 0;
+    int rangesWritten = 0;
+    try (ProcessResources resources = new ProcessResources("test");
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(16L << 20)) {
+      try (VersionedStore store = open(durable, tmp.resolve("local-1"), resources, budget)) {
+        for (int seed = 0; seed < 12; seed++) {
+          Random random = new Random(seed);
+          try (StateTransaction tx = store.begin(version)) {
+            for (int i = 0; i < KEYS; i += 1 + random.nextInt(2)) {
+              if (!model.containsKey(i) || random.nextInt(3) == 0) {
+                tx.put("default", key(i), key(seed));
+                model.put(i, seed);
+              }
+            }
+            version = tx.commit();
+          }
+          try (StateTransaction tx = store.begin(version)) {
+            evict(tx, random, model, seed);
+            // A second scan sees the runs as deletions, and may delete in runs of its own.
+            evict(tx, random, model, seed + 100);
+            for (int i = 0; i < 2_000; i++) {
+              int k = random.nextInt(KEYS);
+              if (random.nextBoolean()) {
+                assertThat(number(orNull(tx.get("default", key(k)))))
+                    .as("seed %d get %d", seed, k)
+                    .isEqualTo(model.getOrDefault(k, -1));
+              } else {
+                assertThat(tx.exists("default", key(k)))
+                    .as("seed %d exists %d", seed, k)
+                    .isEqualTo(model.containsKey(k));
+              }
+            }
+            assertThat(tx.changeCount()).isPositive();
+            rangesWritten += tx.deletedRanges().of("default").size();
+            version = tx.commit();
+          }
+          try (StateTransaction tx = store.begin(version)) {
+            assertThat(contents(tx)).as("seed %d, the local instance", seed).isEqualTo(model);
+          }
+        }
+      }
+      assertThat(rangesWritten).as("commits that wrote range deletions").isGreaterThan(12);
+      // The changelogs alone (each deleted key listed) rebuild the same state.
+      try (VersionedStore store = open(durable, tmp.resolve("local-2"), resources, budget);
+          StateTransaction tx = store.begin(version)) {
+        assertThat(contents(tx)).as("restored from durable storage").isEqualTo(model);
+      }
+    }
+  }
+
+  /**
+   * One scan from the start: most returned keys deleted (as Spark's eviction, with {@code
+   * deleteAndCheckExisted}), a few kept, and changes ahead of the scan, behind it and at the key it
+   * returned, each checked against the model step by step.
+   */
+  private static void evict(
+      StateTransaction tx, Random random, TreeMap<Integer, Integer> model, int seed) {
+    Integer last = null;
+    try (CloseableIterator<KeyValue> it = tx.iterator("default")) {
+      while (true) {
+        Integer expected = last == null ? model.ceilingKey(0) : model.higherKey(last);
+        assertThat(it.hasNext()).as("seed %d after %s", seed, last).isEqualTo(expected != null);
+        if (expected == null) {
+          return;
+        }
+        KeyValue kv = it.next();
+        assertThat(number(kv.key())).as("seed %d after %s", seed, last).isEqualTo(expected);
+        assertThat(number(kv.value())).isEqualTo(model.get(expected));
+        last = expected;
+        int choice = random.nextInt(1000);
+        if (choice < 960) {
+          assertThat(tx.deleteAndCheckExisted("default", kv.key().clone()))
+              .as("seed %d returned key %d existed", seed, last)
+              .isTrue();
+          model.remove(last);
+        } else if (choice < 975) {
+          tx.delete("default", key(last));
+          model.remove(last);
+        } else if (choice < 985 && last > 0) { // behind: into a run, or deleted again
+          int behind = random.nextInt(last);
+          if (random.nextBoolean()) {
+            tx.put("default", key(behind), key(7_000 + behind));
+            model.put(behind, 7_000 + behind);
+          } else {
+            assertThat(tx.deleteAndCheckExisted("default", key(behind)))
+                .as("seed %d key %d behind existed", seed, behind)
+                .isEqualTo(model.remove(behind) != null);
+          }
+        } else if (choice < 990) { // ahead: seen when reached
+          int ahead = last + 1 + random.nextInt(20);
+          tx.put("default", key(ahead), key(8_000 + ahead));
+          model.put(ahead, 8_000 + ahead);
+        } else if (choice < 994) { // ahead: gone before reached
+          int ahead = last + 1 + random.nextInt(6);
+          tx.delete("default", key(ahead));
+          model.remove(ahead);
+        } else if (choice < 997) { // deleted, then put again at once
+          tx.delete("default", key(last));
+          tx.put("default", key(last), key(9_000));
+          model.put(last, 9_000);
+        } // else kept: the run ends here
+      }
+    }
+  }
+
+  private static byte[] orNull(byte[] value) {
+    return value == null ? key(-1) : value;
+  }
+
+  private static Map<Integer, Integer> contents(StateTransaction tx) {
+    TreeMap<Integer, Integer> out = new TreeMap<>();
+    List<Integer> order = new ArrayList<>();
+    try (CloseableIterator<KeyValue> it = tx.iterator("default")) {
+      while (it.hasNext()) {
+        KeyValue kv = it.next();
+        out.put(number(kv.key()), number(kv.value()));
+        order.add(number(kv.key()));
+      }
+    }
+    assertThat(order).isSorted();
+    for (Map.Entry<Integer, Integer> e : out.entrySet()) {
+      assertThat(number(tx.get("default", key(e.getKey())))).isEqualTo(e.getValue());
+    }
+    return out;
+  }
+
+  private static VersionedStore open(
+      Path durable, Path local, ProcessResources resources, RocksDbMemoryBudget budget) {
+    return VersionedStore.builder("runs", new LocalStorage(durable))
+        .localDir(local)
+        .resources(resources)
+        .memoryBudget(budget)
+        .open();
+  }
+}
