@@ -103,4 +103,68 @@ class EvictionScanTest {
       }
     }
   }
+
+  /**
+   * An eviction long enough to be written to the local instance as a range deletion (a run of at
+   * least 128 keys), with keys put again inside the range, in the same transaction and the next:
+   * read back from the local instance (this test also runs on Spark 3.5's RocksDB 8.3) and, on a
+   * new local directory, from the changelogs alone.
+   */
+  @Test
+  void aLongEvictionReadsBackAsEachKeyDeleted() {
+    InMemoryStorage storage = new InMemoryStorage();
+    List<String> expected = new ArrayList<>();
+    long v = 0;
+    try (VersionedStore store = open(storage, tmp.resolve("l1"))) {
+      try (StateTransaction tx = store.begin(v)) {
+        for (int i = 0; i < 3_000; i++) {
+          tx.put("default", bytes(String.format("k%04d", i)), bytes("x"));
+        }
+        v = tx.commit();
+      }
+      try (StateTransaction tx = store.begin(v)) {
+        try (CloseableIterator<KeyValue> it = tx.iterator("default")) {
+          while (it.hasNext()) {
+            byte[] k = it.next().key();
+            if (new String(k, StandardCharsets.UTF_8).compareTo("k2000") < 0) {
+              assertThat(tx.deleteAndCheckExisted("default", k)).isTrue();
+            }
+          }
+        }
+        tx.put("default", bytes("k0500"), bytes("again"));
+        assertThat(tx.exists("default", bytes("k0499"))).isFalse();
+        assertThat(tx.get("default", bytes("k0500"))).isEqualTo(bytes("again"));
+        v = tx.commit();
+      }
+      expected.add("k0500");
+      for (int i = 2_000; i < 3_000; i++) {
+        expected.add(String.format("k%04d", i));
+      }
+      try (StateTransaction tx = store.begin(v)) {
+        assertThat(keys(tx.iterator("default"))).isEqualTo(expected);
+        assertThat(tx.get("default", bytes("k1999"))).isNull();
+        assertThat(tx.exists("default", bytes("k0000"))).isFalse();
+        tx.put("default", bytes("k1000"), bytes("later"));
+        v = tx.commit();
+      }
+      expected.add(1, "k1000");
+      try (StateTransaction tx = store.begin(v)) {
+        assertThat(keys(tx.iterator("default"))).isEqualTo(expected);
+        assertThat(tx.get("default", bytes("k1000"))).isEqualTo(bytes("later"));
+        tx.abort();
+      }
+    }
+    try (VersionedStore store = open(storage, tmp.resolve("l2"));
+        StateTransaction tx = store.begin(v)) {
+      assertThat(keys(tx.iterator("default"))).isEqualTo(expected);
+    }
+  }
+
+  private VersionedStore open(InMemoryStorage storage, Path localDir) {
+    return VersionedStore.builder("e", storage)
+        .localDir(localDir)
+        .options(StoreOptions.defaults())
+        .memoryBudget(EngineFixture.BUDGET)
+        .open();
+  }
 }
