@@ -1,14 +1,16 @@
 package io.streamstate.core.engine;
 
 import io.streamstate.core.engine.local.LocalDb;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.NoSuchElementException;
+import java.util.function.Consumer;
 
 /**
  * Iterates the committed entries of a column family (a {@link LocalDb.Cursor}) merged with a
  * transaction's uncommitted changes (a sorted overlay), in key order. The overlay wins on equal
- * keys; its tombstones and deleted runs hide committed entries.
+ * keys; its tombstones and scan deletions hide committed entries.
  *
  * <p>A live view of the overlay: each step returns the smallest key after the last one returned,
  * with the overlay as it is at that step, so changes made while iterating (Spark evicts expired
@@ -22,19 +24,13 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   private final NavigableMap<byte[], byte[]> overlay;
   private final Overlay changes;
   private final byte[] endExclusive;
-  private final CommittedKeys committedKeys;
+  private final Consumer<byte[]> committedKeys;
 
-  /** Told of each key an iterator returns from the committed entries, before it returns it. */
-  @FunctionalInterface
-  interface CommittedKeys {
-    /**
-     * @param step the number of entries {@code iterator} returned so far, this one included
-     */
-    void returned(byte[] key, MergingIterator iterator, long step);
-  }
-
-  /** Entries returned so far. */
-  private long steps;
+  /**
+   * A lower bound of the index of the first scan deletion at or after the committed key looked at
+   * next: committed keys are looked at in increasing order, and scan deletions only append.
+   */
+  private int deletedIndex;
 
   /** The last key returned or skipped: every later step returns a greater one. */
   private byte[] position;
@@ -61,7 +57,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       NavigableMap<byte[], byte[]> overlay,
       Overlay changes,
       byte[] endExclusive,
-      CommittedKeys committedKeys) {
+      Consumer<byte[]> committedKeys) {
     this.base = base;
     this.overlay = overlay;
     this.changes = changes;
@@ -122,7 +118,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
               ? 1
               : overlayKey == null ? -1 : ByteKeys.ORDER.compare(baseKey, overlayKey);
       if (cmp < 0) {
-        if (changes.inRun(baseKey)) { // deleted by this transaction, not in the map
+        if (scanDeleted(baseKey)) { // deleted by this transaction, not in the map
           base.next();
           moveTo(baseKey);
           continue;
@@ -130,7 +126,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
         KeyValue kv = new KeyValue(baseKey, base.value());
         base.next();
         moveTo(baseKey);
-        committedKeys.returned(baseKey, this, ++steps);
+        committedKeys.accept(baseKey);
         return kv;
       }
       byte[] value = head.getValue();
@@ -139,7 +135,6 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       }
       moveTo(overlayKey);
       if (value != Overlay.TOMBSTONE) {
-        steps++;
         return new KeyValue(overlayKey, value);
       }
     }
@@ -166,6 +161,16 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       overlayHeadAtModification = modifications;
     }
     return overlayHead;
+  }
+
+  /** Whether committed key {@code key}, not in the overlay's map, is one of its scan deletions. */
+  private boolean scanDeleted(byte[] key) {
+    int count = changes.deletedCount();
+    if (count == 0 || ByteKeys.ORDER.compare(key, changes.deletedAt(count - 1)) > 0) {
+      return false; // the common case while a scan deletes behind itself
+    }
+    deletedIndex = changes.firstDeletedAtOrAfter(deletedIndex, key);
+    return deletedIndex < count && Arrays.equals(changes.deletedAt(deletedIndex), key);
   }
 
   private void moveTo(byte[] key) {

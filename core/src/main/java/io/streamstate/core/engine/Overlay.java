@@ -1,8 +1,7 @@
 package io.streamstate.core.engine;
 
-import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.BiConsumer;
@@ -12,64 +11,37 @@ import java.util.function.BiConsumer;
  * iterating: {@link MergingIterator} never holds an iterator of this map across a change, it looks
  * its next entry up again ({@code higherEntry}) once the count of changes moved, so a plain {@link
  * TreeMap} does (a concurrent skip list cost about a tenth of a window aggregation's task time in
- * its puts, issue 21); a single thread uses it. Every change of {@link #changes} goes through
- * {@link #put}, which counts it.
+ * its puts, issue 21); a single thread uses it. Every change goes through {@link #put} or {@link
+ * #appendDeleted}, which count it.
  *
- * <p>Beside the map, <em>deleted runs</em>: committed keys that a scan returned one after another
- * and that were deleted each as it was returned (Spark's eviction deletes the oldest keys of a
- * store that way, a quarter of a 10M-key store in one batch). Such a key is appended to its run, in
- * key order, instead of inserted into the map (each insertion a walk down the tree and its byte
- * comparisons: a seventh of the eviction batch's task samples); and every key between a run's first
- * and last is deleted, because the scan stepped over nothing live between two it returned. A change
- * in the map wins over a run (a key put again after its deletion). The commit writes a long run to
- * the local instance as one range deletion (see {@link #forEachLongRun}).
+ * <p>Beside the map, the <em>scan deletions</em>: committed keys deleted right after a forward scan
+ * returned them, nothing having changed since, each greater than the one before (Spark's eviction
+ * removes expired keys that way, a quarter of a 10M-key store in one batch). They are appended to a
+ * sorted array instead of inserted into the map (each insertion a walk down the tree, its byte
+ * comparisons and a rebalance). A change in the map wins over a scan deletion (a key put again).
  */
 final class Overlay {
   /** Marks a deleted key; compared by identity. */
   static final byte[] TOMBSTONE = new byte[0];
-
-  /** Runs shorter than this are applied locally as a tombstone a key: few are worth a range. */
-  static final int MIN_RANGE_KEYS = 128;
 
   final TreeMap<byte[], byte[]> changes = new TreeMap<>(ByteKeys.ORDER);
 
   /** True when committed data must be ignored: the family was created or re-created here. */
   final boolean hidesCommitted;
 
-  /** Changes made to {@link #changes} so far (the transaction's thread only). */
+  /** Changes made so far (the transaction's thread only). */
   private int modifications;
 
-  /** The key of the newest change to {@link #changes}. */
+  /** The key of the newest change. */
   private byte[] lastChangedKey;
 
-  /** The deleted runs by their first key; they do not overlap. */
-  private final TreeMap<byte[], DeletedRun> runs = new TreeMap<>(ByteKeys.ORDER);
+  /** The scan deletions, in key order: {@code deleted[0, deletedCount)}. */
+  private byte[][] deleted = new byte[0][];
 
-  /** The run the next deletion of a returned key may extend. */
-  private DeletedRun openRun;
+  private int deletedCount;
 
-  /** Keys in runs, and how many of them have a change in {@link #changes} as well. */
-  private long runKeys;
-
-  private long runKeysChangedAgain;
-
-  /** Committed keys deleted as one scan returned them, consecutive in that scan. */
-  private static final class DeletedRun {
-    final List<byte[]> keys = new ArrayList<>();
-
-    /** The scan that returned them, and the step at which it returned the last. */
-    final Object scan;
-
-    long lastStep;
-
-    DeletedRun(Object scan) {
-      this.scan = scan;
-    }
-
-    byte[] last() {
-      return keys.get(keys.size() - 1);
-    }
-  }
+  /** Scan deletions that also have a change in {@link #changes} (put or deleted again). */
+  private int deletedChangedAgain;
 
   Overlay(boolean hidesCommitted) {
     this.hidesCommitted = hidesCommitted;
@@ -81,7 +53,7 @@ final class Overlay {
    */
   byte[] get(byte[] key) {
     byte[] value = changes.get(key);
-    return value == null && inRun(key) ? TOMBSTONE : value;
+    return value == null && scanDeleted(key) ? TOMBSTONE : value;
   }
 
   /** Records {@code value} (or {@link #TOMBSTONE}) for {@code key}; returns the previous change. */
@@ -89,55 +61,74 @@ final class Overlay {
     modifications++;
     lastChangedKey = key;
     byte[] previous = changes.put(key, value);
-    if (previous == null && inRun(key)) {
-      runKeysChangedAgain++;
+    if (previous == null && scanDeleted(key)) {
+      deletedChangedAgain++;
       return TOMBSTONE;
     }
     return previous;
   }
 
   /**
-   * Deletes {@code key}, a committed key that scan {@code scan} returned at step {@code step}, by
-   * extending that scan's run when {@code key} is the next key it returned after the run's last,
-   * else by starting a run. Does nothing and returns false when {@code key} has a change or lies in
-   * a run (the caller then deletes it as any key): it must still be the committed key as returned.
+   * Deletes {@code key}, a committed key that a scan returned with no change made here since (so
+   * neither {@link #changes} nor the scan deletions hold it), by appending it to the scan deletions
+   * if it is greater than every key there. Returns false, having done nothing, if it is not: the
+   * caller then deletes it as any key.
    */
-  boolean deleteReturned(byte[] key, Object scan, long step) {
-    if (hidesCommitted || changes.containsKey(key) || inRun(key)) {
+  boolean appendDeleted(byte[] key) {
+    if (hidesCommitted
+        || (deletedCount > 0 && ByteKeys.ORDER.compare(key, deleted[deletedCount - 1]) <= 0)) {
       return false;
     }
-    DeletedRun run = openRun;
-    if (run != null && run.scan == scan && run.lastStep == step - 1 && noRunBetween(run, key)) {
-      run.keys.add(key);
-    } else {
-      run = new DeletedRun(scan);
-      run.keys.add(key);
-      runs.put(key, run);
-      openRun = run;
+    if (deletedCount == deleted.length) {
+      deleted = Arrays.copyOf(deleted, Math.max(16, deletedCount + (deletedCount >> 1)));
     }
-    run.lastStep = step;
-    runKeys++;
+    deleted[deletedCount++] = key;
+    modifications++;
+    lastChangedKey = key;
     return true;
   }
 
-  /** Whether no other run starts between {@code run}'s last key and {@code key}. */
-  private boolean noRunBetween(DeletedRun run, byte[] key) {
-    byte[] next = runs.higherKey(run.last());
-    return next == null || ByteKeys.ORDER.compare(next, key) > 0;
-  }
-
-  /** Whether {@code key} lies in a deleted run (whatever {@link #changes} says of it). */
-  boolean inRun(byte[] key) {
-    if (runs.isEmpty()) {
+  /** Whether {@code key} is a scan deletion (whatever {@link #changes} says of it). */
+  boolean scanDeleted(byte[] key) {
+    if (deletedCount == 0
+        || ByteKeys.ORDER.compare(key, deleted[0]) < 0
+        || ByteKeys.ORDER.compare(key, deleted[deletedCount - 1]) > 0) {
       return false;
     }
-    Map.Entry<byte[], DeletedRun> floor = runs.floorEntry(key);
-    return floor != null && ByteKeys.ORDER.compare(key, floor.getValue().last()) <= 0;
+    return Arrays.binarySearch(deleted, 0, deletedCount, key, ByteKeys.ORDER) >= 0;
+  }
+
+  /**
+   * The index of the first scan deletion {@code >= key}, searched from {@code from}, a lower bound
+   * of it ({@link #deletedCount()} if none): an iterator moving forward passes its last answer, and
+   * the few steps it usually moves are taken one by one.
+   */
+  int firstDeletedAtOrAfter(int from, byte[] key) {
+    int i = from;
+    for (int steps = 0; i < deletedCount && steps < 8; i++, steps++) {
+      if (ByteKeys.ORDER.compare(deleted[i], key) >= 0) {
+        return i;
+      }
+    }
+    if (i >= deletedCount) {
+      return deletedCount;
+    }
+    int found = Arrays.binarySearch(deleted, i, deletedCount, key, ByteKeys.ORDER);
+    return found >= 0 ? found : -found - 1;
+  }
+
+  /** The scan deletion at {@code index} (below {@link #deletedCount()}). */
+  byte[] deletedAt(int index) {
+    return deleted[index];
+  }
+
+  int deletedCount() {
+    return deletedCount;
   }
 
   /** How many keys this transaction changed. */
   long size() {
-    return changes.size() + runKeys - runKeysChangedAgain;
+    return (long) changes.size() + deletedCount - deletedChangedAgain;
   }
 
   boolean isEmpty() {
@@ -145,44 +136,31 @@ final class Overlay {
   }
 
   /**
-   * Every changed key in key order with its value ({@link #TOMBSTONE} for a deletion): the changes
-   * of the map and the keys of the runs, the map's where both hold a key.
+   * Every changed key in key order with its value ({@link #TOMBSTONE} for a deletion): the map's
+   * changes and the scan deletions, the map's where both hold a key.
    */
   void forEachChange(BiConsumer<byte[], byte[]> action) {
     Iterator<Map.Entry<byte[], byte[]>> mapped = changes.entrySet().iterator();
     Map.Entry<byte[], byte[]> head = mapped.hasNext() ? mapped.next() : null;
-    for (DeletedRun run : runs.values()) {
-      for (byte[] key : run.keys) {
-        boolean changedAgain = false;
-        while (head != null) {
-          int cmp = ByteKeys.ORDER.compare(head.getKey(), key);
-          if (cmp > 0) {
-            break;
-          }
-          action.accept(head.getKey(), head.getValue());
-          changedAgain |= cmp == 0;
-          head = mapped.hasNext() ? mapped.next() : null;
+    for (int i = 0; i < deletedCount; i++) {
+      byte[] key = deleted[i];
+      boolean changedAgain = false;
+      while (head != null) {
+        int cmp = ByteKeys.ORDER.compare(head.getKey(), key);
+        if (cmp > 0) {
+          break;
         }
-        if (!changedAgain) {
-          action.accept(key, TOMBSTONE);
-        }
+        action.accept(head.getKey(), head.getValue());
+        changedAgain |= cmp == 0;
+        head = mapped.hasNext() ? mapped.next() : null;
+      }
+      if (!changedAgain) {
+        action.accept(key, TOMBSTONE);
       }
     }
     while (head != null) {
       action.accept(head.getKey(), head.getValue());
       head = mapped.hasNext() ? mapped.next() : null;
-    }
-  }
-
-  /**
-   * The first and last key of each run of at least {@link #MIN_RANGE_KEYS} keys, in key order:
-   * ranges in which every key the committed state holds is deleted or changed again.
-   */
-  void forEachLongRun(BiConsumer<byte[], byte[]> action) {
-    for (DeletedRun run : runs.values()) {
-      if (run.keys.size() >= MIN_RANGE_KEYS) {
-        action.accept(run.keys.get(0), run.last());
-      }
     }
   }
 

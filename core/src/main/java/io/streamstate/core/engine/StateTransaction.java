@@ -1,6 +1,5 @@
 package io.streamstate.core.engine;
 
-import io.streamstate.core.engine.local.DeletedRanges;
 import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -152,10 +151,10 @@ public final class StateTransaction implements AutoCloseable {
 
   private byte[] lastIteratedKey;
 
-  /** The iterator that returned {@link #lastIteratedKey}, and at which of its steps. */
-  private MergingIterator lastIterator;
+  /** The overlay of that key's family then, and its count of changes then. */
+  private Overlay lastIteratedOverlay;
 
-  private long lastIteratedStep;
+  private int lastIteratedModifications;
 
   /**
    * Bounds what a transaction remembers of a family's committed existence (a few tens of MB at
@@ -170,22 +169,23 @@ public final class StateTransaction implements AutoCloseable {
   }
 
   /** Called by this transaction's iterators for each entry they return from committed data. */
-  private void iteratedCommitted(String family, byte[] key, MergingIterator iterator, long step) {
+  private void iteratedCommitted(String family, Overlay overlay, byte[] key) {
     lastIteratedFamily = family;
     lastIteratedKey = key.clone();
-    lastIterator = iterator;
-    lastIteratedStep = step;
+    lastIteratedOverlay = overlay;
+    lastIteratedModifications = overlay.modifications();
   }
 
   /**
-   * Deletes {@code key} into a deleted run of its overlay if it is the committed key an iterator
-   * returned last and nothing changed it since ({@link Overlay#deleteReturned}); false if not.
+   * Deletes {@code key} as a scan deletion of its overlay ({@link Overlay#appendDeleted}) if it is
+   * the committed key an iterator returned last, with no change to the family since; false if not.
    */
   private boolean deleteReturned(Overlay overlay, String family, byte[] key) {
-    return lastIterator != null
+    return overlay == lastIteratedOverlay
+        && overlay.modifications() == lastIteratedModifications
         && family.equals(lastIteratedFamily)
         && Arrays.equals(key, lastIteratedKey)
-        && overlay.deleteReturned(lastIteratedKey, lastIterator, lastIteratedStep);
+        && overlay.appendDeleted(lastIteratedKey);
   }
 
   public void put(String family, byte[] key, byte[] value) {
@@ -229,7 +229,7 @@ public final class StateTransaction implements AutoCloseable {
     checkFamily(family);
     Overlay overlay = overlay(family);
     if (deleteReturned(overlay, family, key)) {
-      return true; // a committed key, returned by an iterator and not changed since
+      return true; // a committed key an iterator returned, not changed since
     }
     return existedBefore(overlay, family, key, overlay.put(key.clone(), Overlay.TOMBSTONE));
   }
@@ -273,8 +273,7 @@ public final class StateTransaction implements AutoCloseable {
             view,
             overlay,
             to,
-            (committedKey, iterator, step) ->
-                iteratedCommitted(family, committedKey, iterator, step));
+            committedKey -> iteratedCommitted(family, overlay, committedKey));
     if (iterators.size() >= 64) {
       // Operators open an iterator per key (joins): forget the ones already closed.
       iterators.removeIf(MergingIterator::isClosed);
@@ -413,16 +412,10 @@ public final class StateTransaction implements AutoCloseable {
     return new Changelog(newVersion, commitId, parentId, List.copyOf(familyOps), changes);
   }
 
-  /**
-   * The key ranges this transaction deleted whole (its overlays' long deleted runs), which the
-   * local apply of {@link #toChangelog} may write as range deletions.
-   */
-  DeletedRanges deletedRanges() {
-    DeletedRanges ranges = new DeletedRanges();
-    for (Map.Entry<String, Overlay> e : overlays.entrySet()) {
-      e.getValue().forEachLongRun((first, last) -> ranges.add(e.getKey(), first, last));
-    }
-    return ranges;
+  /** How many of {@code family}'s deletions are kept as scan deletions (tests). */
+  int scanDeletions(String family) {
+    Overlay overlay = overlays.get(family);
+    return overlay == null ? 0 : overlay.deletedCount();
   }
 
   LocalDb db() {

@@ -3,7 +3,6 @@ package io.streamstate.core.engine;
 import io.streamstate.core.engine.commit.CommitPublisher;
 import io.streamstate.core.engine.commit.EncodedCommit;
 import io.streamstate.core.engine.commit.PublishedCommit;
-import io.streamstate.core.engine.local.DeletedRanges;
 import io.streamstate.core.engine.local.LocalInstance;
 import io.streamstate.core.engine.recovery.ChangeFeed;
 import io.streamstate.core.engine.recovery.LineageLoader;
@@ -353,13 +352,11 @@ public final class VersionedStore implements AutoCloseable {
       long parentId = local.commitId();
       // c1: the changes as one changelog, naming the commit it builds on.
       Changelog changelog = tx.toChangelog(newVersion, commitId, parentId);
-      DeletedRanges deletedRanges = tx.deletedRanges();
       // c3 starts now, beside c1's encoding and c2: the local apply and the durable write each
       // take a share of a large commit's time, and neither needs the other's result. The lock
       // keeps every other user of the local instance out until the apply is joined below.
       CompletableFuture<Void> applied =
-          CompletableFuture.runAsync(
-              () -> local.apply(changelog, deletedRanges), LocalApplyPool.EXECUTOR);
+          CompletableFuture.runAsync(() -> local.apply(changelog), LocalApplyPool.EXECUTOR);
       PublishedCommit published;
       try {
         // Compressed here, on the committing thread: in a group commit each member is compressed

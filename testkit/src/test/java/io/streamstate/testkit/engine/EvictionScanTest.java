@@ -105,10 +105,10 @@ class EvictionScanTest {
   }
 
   /**
-   * An eviction long enough to be written to the local instance as a range deletion (a run of at
-   * least 128 keys), with keys put again inside the range, in the same transaction and the next:
-   * read back from the local instance (this test also runs on Spark 3.5's RocksDB 8.3) and, on a
-   * new local directory, from the changelogs alone.
+   * A long eviction (the transaction keeps it as scan deletions beside its sorted map), with a key
+   * put again among the deleted ones, in the same transaction and the next: read back from the
+   * local instance (this test also runs on Spark 3.5's RocksDB 8.3) and, on a new local directory,
+   * from the changelogs alone.
    */
   @Test
   void aLongEvictionReadsBackAsEachKeyDeleted() {

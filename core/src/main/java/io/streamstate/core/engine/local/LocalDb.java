@@ -468,15 +468,6 @@ public final class LocalDb implements AutoCloseable {
    * memtable each.
    */
   public void apply(Changelog changelog) {
-    apply(changelog, DeletedRanges.NONE);
-  }
-
-  /**
-   * Applies one version's changes as {@link #apply(Changelog)}, writing each of {@code ranges} as
-   * one range deletion (before any change in it, so that a key put again inside it stays) instead
-   * of a tombstone for each key it deletes.
-   */
-  public void apply(Changelog changelog, DeletedRanges ranges) {
     checkOpen();
     applies++; // before any change: a scan running now builds no filter
     try {
@@ -520,9 +511,6 @@ public final class LocalDb implements AutoCloseable {
         long deletes = 0;
         byte[] bound = liveLowerBounds.get(fc.family());
         LiveKeyFilter filter = liveKeyFilters.get(fc.family());
-        List<DeletedRanges.Range> familyRanges = ranges.of(fc.family());
-        int nextRange = 0;
-        byte[] rangeLast = null; // the last key of the range written last
         for (Changelog.Change c : fc.changes()) {
           if (batch.bytes() >= writeBufferBytes) {
             // A batch goes into one memtable whole, and memtables are charged to the memory
@@ -534,20 +522,8 @@ public final class LocalDb implements AutoCloseable {
             write(batch);
             batch = new WriteBatchRep(initialBytes);
           }
-          while (nextRange < familyRanges.size()
-              && ByteKeys.ORDER.compare(c.key(), familyRanges.get(nextRange).first()) >= 0) {
-            DeletedRanges.Range range = familyRanges.get(nextRange++);
-            if (!Arrays.equals(c.key(), range.first())) {
-              throw new IllegalStateException(
-                  "Store " + storeName + ": a deleted range starts at a key its changes lack");
-            }
-            batch.deleteRange(id, range.first(), successor(range.last()));
-            rangeLast = range.last();
-          }
           if (c.isDelete()) {
-            if (rangeLast == null || ByteKeys.ORDER.compare(c.key(), rangeLast) > 0) {
-              batch.delete(id, c.key());
-            }
+            batch.delete(id, c.key());
             deletes++;
           } else {
             batch.put(id, c.key(), c.value());
@@ -558,10 +534,6 @@ public final class LocalDb implements AutoCloseable {
               bound = c.key().clone();
             }
           }
-        }
-        if (nextRange != familyRanges.size()) {
-          throw new IllegalStateException(
-              "Store " + storeName + ": a deleted range starts at a key its changes lack");
         }
         if (bound != null) {
           liveLowerBounds.put(fc.family(), bound);
@@ -578,11 +550,6 @@ public final class LocalDb implements AutoCloseable {
     } catch (RocksDBException e) {
       throw failure("write", e);
     }
-  }
-
-  /** The smallest key greater than {@code key}: the exclusive end of a range ending at it. */
-  private static byte[] successor(byte[] key) {
-    return Arrays.copyOf(key, key.length + 1);
   }
 
   /**

@@ -196,12 +196,7 @@ public final class LocalInstance {
 
   /** Applies the next version's changelog, which becomes the version the instance holds. */
   public void apply(Changelog changelog) {
-    apply(changelog, DeletedRanges.NONE);
-  }
-
-  /** As {@link #apply(Changelog)}, with ranges it deletes whole ({@link DeletedRanges}). */
-  public void apply(Changelog changelog, DeletedRanges ranges) {
-    db.apply(changelog, ranges);
+    db.apply(changelog);
     version = changelog.version();
     commitId = changelog.commitId();
     lineage.put(version, commitId);

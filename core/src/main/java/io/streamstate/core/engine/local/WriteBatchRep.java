@@ -4,24 +4,21 @@ import java.util.Arrays;
 
 /**
  * Builds a RocksDB write batch in its serialized form (RocksDB's {@code WriteBatch} "rep": a
- * sequence number and a count, then one record per put, delete or range deletion), so that a
- * commit's changes reach RocksDB in one JNI call ({@code new WriteBatch(byte[])}) instead of one
- * per key: a commit of 50k changes made 100k JNI calls, each copying its arrays.
+ * sequence number and a count, then one record per put or delete), so that a commit's changes reach
+ * RocksDB in one JNI call ({@code new WriteBatch(byte[])}) instead of one per key: a commit of 50k
+ * changes made 100k JNI calls, each copying its arrays.
  *
  * <p>Records are written as RocksDB's own {@code WriteBatch.put/delete} write them ({@code
  * WriteBatchInternal::Put/Delete}): the default column family (id 0) as {@code kTypeValue} or
  * {@code kTypeDeletion}, any other as {@code kTypeColumnFamilyValue} or {@code
- * kTypeColumnFamilyDeletion} followed by its id (range deletions: {@code kTypeRangeDeletion},
- * {@code kTypeColumnFamilyRangeDeletion}); lengths as varint32. The result is byte for byte the
- * batch those calls build (a test compares them).
+ * kTypeColumnFamilyDeletion} followed by its id; lengths as varint32. The result is byte for byte
+ * the batch those calls build (a test compares them).
  */
 final class WriteBatchRep {
   private static final byte TYPE_DELETION = 0x0;
   private static final byte TYPE_VALUE = 0x1;
   private static final byte TYPE_COLUMN_FAMILY_DELETION = 0x4;
   private static final byte TYPE_COLUMN_FAMILY_VALUE = 0x5;
-  private static final byte TYPE_COLUMN_FAMILY_RANGE_DELETION = 0xE;
-  private static final byte TYPE_RANGE_DELETION = 0xF;
 
   /** 8 bytes of sequence number (RocksDB sets it on write), 4 bytes of record count. */
   private static final int HEADER = 12;
@@ -49,18 +46,6 @@ final class WriteBatchRep {
     ensure(1 + 5 + 5 + key.length);
     type(columnFamilyId, TYPE_DELETION, TYPE_COLUMN_FAMILY_DELETION);
     slice(key);
-    count++;
-  }
-
-  /**
-   * Deletes every key {@code k} with {@code from <= k < toExclusive}, as RocksDB's {@code
-   * deleteRange}.
-   */
-  void deleteRange(int columnFamilyId, byte[] from, byte[] toExclusive) {
-    ensure(1 + 5 + 5 + from.length + 5 + toExclusive.length);
-    type(columnFamilyId, TYPE_RANGE_DELETION, TYPE_COLUMN_FAMILY_RANGE_DELETION);
-    slice(from);
-    slice(toExclusive);
     count++;
   }
 

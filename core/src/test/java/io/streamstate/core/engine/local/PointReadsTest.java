@@ -26,12 +26,11 @@ import org.rocksdb.WriteBufferManager;
 
 /**
  * {@link PointReads} answers as RocksDB's own {@code get} does, whichever way the library answers a
- * "may exist" question: absent, deleted (a tombstone, a range deletion in a memtable or a file), in
- * a memtable, in a file whose blocks are not cached (RocksDB cannot tell without reading: the
- * fallback), in a file of LocalDb's table format, and values larger than a thread's buffer.
- * (RocksDB 9.8 sometimes answers "exists, with its value" with an empty value for a value larger
- * than the memtable read right after its flush; not reproducible here, CommitPathTest's 100 MB
- * value finds it.)
+ * "may exist" question: absent, deleted (a tombstone), in a memtable, in a file whose blocks are
+ * not cached (RocksDB cannot tell without reading: the fallback), in a file of LocalDb's table
+ * format, and values larger than a thread's buffer. (RocksDB 9.8 sometimes answers "exists, with
+ * its value" with an empty value for a value larger than the memtable read right after its flush;
+ * not reproducible here, CommitPathTest's 100 MB value finds it.)
  */
 class PointReadsTest {
   @TempDir Path tmp;
@@ -129,9 +128,7 @@ class PointReadsTest {
             "large-in-memtable",
             "huge-in-file",
             "ten-mb-in-file",
-            "empty-value",
-            "range-deleted-in-file-1",
-            "range-deleted-in-memtable-1")) {
+            "empty-value")) {
       keys.add(bytes(k));
     }
     keys.add(new byte[5_000]); // a key larger than a thread's key buffer, absent
@@ -165,12 +162,6 @@ class PointReadsTest {
               }
               assertThat(PointReads.get(db, family, readOptions, bytes("huge-in-file")))
                   .isEqualTo(HUGE);
-              for (String deleted :
-                  List.of("range-deleted-in-file-1", "range-deleted-in-memtable-1")) {
-                assertThat(PointReads.exists(db, family, readOptions, bytes(deleted)))
-                    .as(deleted)
-                    .isFalse();
-              }
             }
           });
     }
@@ -186,14 +177,7 @@ class PointReadsTest {
     db.put(family, bytes("huge-in-file"), HUGE);
     db.put(family, bytes("ten-mb-in-file"), TEN_MB);
     db.put(family, bytes("empty-value"), new byte[0]);
-    db.put(family, bytes("range-deleted-in-file-1"), bytes("r1"));
-    db.put(family, bytes("range-deleted-in-memtable-1"), bytes("r2"));
     flush(db, family);
-    // A range deletion in a file of its own over a key in another file; then one in the memtable.
-    db.deleteRange(family, bytes("range-deleted-in-file-"), bytes("range-deleted-in-file-~"));
-    flush(db, family);
-    db.deleteRange(
-        family, bytes("range-deleted-in-memtable-"), bytes("range-deleted-in-memtable-~"));
     db.delete(family, bytes("deleted-in-memtable"));
     db.put(family, bytes("in-memtable"), bytes("v3"));
     db.put(family, bytes("large-in-memtable"), LARGE);

@@ -16,8 +16,8 @@ import org.rocksdb.WriteBatch;
 
 /**
  * A batch built in its serialized form must be byte for byte the batch RocksDB's own {@code
- * put}/{@code delete}/{@code deleteRange} calls build, for the default column family (id 0) and
- * others, for empty, small and large (multi-byte varint) keys and values.
+ * put}/{@code delete} calls build, for the default column family (id 0) and others, for empty,
+ * small and large (multi-byte varint) keys and values.
  */
 class WriteBatchRepTest {
   @TempDir Path tmp;
@@ -42,12 +42,7 @@ class WriteBatchRepTest {
           for (int i = 0; i < n; i++) {
             ColumnFamilyHandle handle = handles.get(random.nextInt(handles.size()));
             byte[] key = bytes(random, random.nextInt(10) == 0 ? 300 : 40);
-            int kind = random.nextInt(8);
-            if (kind == 0) {
-              byte[] to = bytes(random, 40);
-              expected.deleteRange(handle, key, to);
-              rep.deleteRange(handle.getID(), key, to);
-            } else if (kind < 3) {
+            if (random.nextInt(4) == 0) {
               expected.delete(handle, key);
               rep.delete(handle.getID(), key);
             } else {

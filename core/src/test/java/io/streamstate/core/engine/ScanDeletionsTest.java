@@ -16,14 +16,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Spark's eviction deletes each key its scan returns; a transaction keeps such deletions as runs
- * ({@link Overlay}) and its commit writes the long ones to the local instance as range deletions.
- * Checked against a sorted map holding the same state: scans that delete most keys they return
- * while changing keys ahead of them, behind them (inside runs already made) and at them, then
- * reads, a second scan, the commit, and the state read back from the local instance and, after a
- * restart on a new local directory, from the changelogs alone.
+ * Spark's eviction deletes each key its scan returns; a transaction keeps such deletions in a
+ * sorted array beside its sorted map ({@link Overlay}, "scan deletions"). Checked against a sorted
+ * map holding the same state: scans that delete most keys they return while changing keys ahead of
+ * them, behind them (among the scan deletions already made) and at them, then reads, a second scan
+ * (whose deletions go to the map: they are not past the first scan's), the commit, and the state
+ * read back from the local instance and, after a restart on a new local directory, from the
+ * changelogs alone.
  */
-class DeletedRunsTest {
+class ScanDeletionsTest {
   @TempDir Path tmp;
 
   private static byte[] key(int i) {
@@ -41,7 +42,7 @@ class DeletedRunsTest {
     Path durable = tmp.resolve("durable");
     TreeMap<Integer, Integer> model = new TreeMap<>();
     long version = 0;
-    int rangesWritten = 0;
+    long scanDeletions = 0;
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(16L << 20)) {
       try (VersionedStore store = open(durable, tmp.resolve("local-1"), resources, budget)) {
@@ -58,7 +59,8 @@ class DeletedRunsTest {
           }
           try (StateTransaction tx = store.begin(version)) {
             evict(tx, random, model, seed);
-            // A second scan sees the runs as deletions, and may delete in runs of its own.
+            scanDeletions += tx.scanDeletions("default");
+            // A second scan steps over the first one's deletions.
             evict(tx, random, model, seed + 100);
             for (int i = 0; i < 2_000; i++) {
               int k = random.nextInt(KEYS);
@@ -72,8 +74,19 @@ class DeletedRunsTest {
                     .isEqualTo(model.containsKey(k));
               }
             }
+            for (int i = 0; i < 50; i++) { // scans that start among the scan deletions
+              int from = random.nextInt(KEYS);
+              int to = from + random.nextInt(KEYS / 4);
+              List<Integer> keys = new ArrayList<>();
+              try (CloseableIterator<KeyValue> it =
+                  tx.rangeIterator("default", key(from), key(to))) {
+                it.forEachRemaining(kv -> keys.add(number(kv.key())));
+              }
+              assertThat(keys)
+                  .as("seed %d range [%d, %d)", seed, from, to)
+                  .isEqualTo(new ArrayList<>(model.subMap(from, to).keySet()));
+            }
             assertThat(tx.changeCount()).isPositive();
-            rangesWritten += tx.deletedRanges().of("default").size();
             version = tx.commit();
           }
           try (StateTransaction tx = store.begin(version)) {
@@ -81,7 +94,7 @@ class DeletedRunsTest {
           }
         }
       }
-      assertThat(rangesWritten).as("commits that wrote range deletions").isGreaterThan(12);
+      assertThat(scanDeletions).as("deletions kept as scan deletions").isGreaterThan(10_000);
       // The changelogs alone (each deleted key listed) rebuild the same state.
       try (VersionedStore store = open(durable, tmp.resolve("local-2"), resources, budget);
           StateTransaction tx = store.begin(version)) {
@@ -118,7 +131,7 @@ class DeletedRunsTest {
         } else if (choice < 975) {
           tx.delete("default", key(last));
           model.remove(last);
-        } else if (choice < 985 && last > 0) { // behind: into a run, or deleted again
+        } else if (choice < 985 && last > 0) { // behind: among the scan deletions
           int behind = random.nextInt(last);
           if (random.nextBoolean()) {
             tx.put("default", key(behind), key(7_000 + behind));
@@ -140,7 +153,11 @@ class DeletedRunsTest {
           tx.delete("default", key(last));
           tx.put("default", key(last), key(9_000));
           model.put(last, 9_000);
-        } // else kept: the run ends here
+        } else if (choice < 999) { // changed, then deleted: no longer the key as returned
+          tx.put("default", key(last), key(9_500));
+          assertThat(tx.deleteAndCheckExisted("default", key(last))).isTrue();
+          model.remove(last);
+        } // else kept
       }
     }
   }
@@ -168,7 +185,7 @@ class DeletedRunsTest {
 
   private static VersionedStore open(
       Path durable, Path local, ProcessResources resources, RocksDbMemoryBudget budget) {
-    return VersionedStore.builder("runs", new LocalStorage(durable))
+    return VersionedStore.builder("scan-deletions", new LocalStorage(durable))
         .localDir(local)
         .resources(resources)
         .memoryBudget(budget)
