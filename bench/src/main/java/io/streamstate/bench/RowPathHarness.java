@@ -10,6 +10,7 @@ import io.streamstate.core.storage.LocalStorage;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -25,20 +26,37 @@ import java.util.List;
  * commit's wall time (it waits for the local apply on another thread).
  *
  * <p>Run: {@code java -cp <core classes + rocksdbjni + slf4j + bench classes>
- * io.streamstate.bench.RowPathHarness SHOPS ROWS_PER_BATCH BATCHES [new]}; {@code new} counts rows
- * with {@code putAndCheckExisted}/{@code deleteAndCheckExisted}, else with {@code exists} then
- * {@code put}/{@code delete}. E.g. {@code 12500 5000 80 new} (100k keys over 4 partitions).
- * Temporary files are left in the temp directory.
+ * io.streamstate.bench.RowPathHarness SHOPS ROWS_PER_BATCH BATCHES [new|old [spark-keys]]}; {@code
+ * new} counts rows with {@code putAndCheckExisted}/{@code deleteAndCheckExisted}, else with {@code
+ * exists} then {@code put}/{@code delete}; {@code spark-keys} lays keys out as Spark's UnsafeRow
+ * keys are (little-endian, the window after the shop), so that the eviction's keys lie scattered in
+ * key order as in Spark, not in one range (docs/bench/2026-12-03-issue21.md, section 17: a shortcut
+ * that needed contiguous evictions looked good here and lost in Spark). E.g. {@code 12500 5000 80
+ * new spark-keys} (100k keys over 4 partitions). Temporary files are left in the temp directory.
  */
 public class RowPathHarness {
+  /**
+   * Spark's layout when {@link #sparkKeys}: an UnsafeRow of (shop, window) as its bytes, numbers
+   * little-endian, so an eviction's keys lie scattered in key order as in Spark. Else the window
+   * first and big-endian: an eviction deletes the smallest keys, a contiguous range.
+   */
+  static boolean sparkKeys;
+
   static byte[] key(long window, long shop) {
     ByteBuffer b = ByteBuffer.allocate(49);
-    b.put((byte) 0).putLong(window).putLong(window + 60000).putLong(shop);
+    if (sparkKeys) {
+      b.order(ByteOrder.LITTLE_ENDIAN).put((byte) 0).putLong(shop).putLong(window);
+      b.putLong(window + 60000);
+    } else {
+      b.put((byte) 0).putLong(window).putLong(window + 60000).putLong(shop);
+    }
     return b.array();
   }
 
   static long windowOf(byte[] k) {
-    return ByteBuffer.wrap(k, 1, 8).getLong();
+    return sparkKeys
+        ? ByteBuffer.wrap(k, 9, 8).order(ByteOrder.LITTLE_ENDIAN).getLong()
+        : ByteBuffer.wrap(k, 1, 8).getLong();
   }
 
   public static void main(String[] a) throws Exception {
@@ -46,6 +64,7 @@ public class RowPathHarness {
     long rows = Long.parseLong(a[1]);
     int batches = Integer.parseInt(a[2]);
     boolean newApi = a.length > 3 && a[3].equals("new");
+    sparkKeys = a.length > 4 && a[4].equals("spark-keys");
     Path dir = Files.createTempDirectory("rowpath");
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
     try (RocksDbMemoryBudget budget = new RocksDbMemoryBudget(256L << 20);
