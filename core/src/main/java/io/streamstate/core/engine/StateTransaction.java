@@ -180,10 +180,10 @@ public final class StateTransaction implements AutoCloseable {
    * Deletes {@code key} as a scan deletion of its overlay ({@link Overlay#appendDeleted}) if it is
    * the committed key an iterator returned last, with no change to the family since; false if not.
    */
-  private boolean deleteReturned(Overlay overlay, String family, byte[] key) {
+  private boolean deleteReturned(Overlay overlay, byte[] key) {
+    // The overlay is the family's (a dropped and re-created family has a new one).
     return overlay == lastIteratedOverlay
         && overlay.modifications() == lastIteratedModifications
-        && family.equals(lastIteratedFamily)
         && Arrays.equals(key, lastIteratedKey)
         && overlay.appendDeleted(lastIteratedKey);
   }
@@ -214,7 +214,7 @@ public final class StateTransaction implements AutoCloseable {
     Objects.requireNonNull(key, "key");
     checkFamily(family);
     Overlay overlay = overlay(family);
-    if (!deleteReturned(overlay, family, key)) {
+    if (!deleteReturned(overlay, key)) {
       overlay.put(key.clone(), Overlay.TOMBSTONE);
     }
   }
@@ -228,7 +228,7 @@ public final class StateTransaction implements AutoCloseable {
     Objects.requireNonNull(key, "key");
     checkFamily(family);
     Overlay overlay = overlay(family);
-    if (deleteReturned(overlay, family, key)) {
+    if (deleteReturned(overlay, key)) {
       return true; // a committed key an iterator returned, not changed since
     }
     return existedBefore(overlay, family, key, overlay.put(key.clone(), Overlay.TOMBSTONE));
