@@ -42,6 +42,17 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
   private int overlayHeadAtModification;
 
   private KeyValue next;
+
+  /**
+   * Whether {@link #next} came from the committed entries, and the overlay's change count when it
+   * was found: the committed key is reported when it is returned, not when {@link #hasNext} finds
+   * it (a caller that looks ahead before deleting the key it holds, as Spark's join eviction does,
+   * still deletes the key last returned), and only if that key was not changed in between.
+   */
+  private boolean nextIsCommitted;
+
+  private int nextFoundAtModification;
+
   private boolean closed;
 
   /**
@@ -50,7 +61,8 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
    * @param changes the overlay's owner: its change count and newest changed key tell whether a
    *     cached position is still valid
    * @param endExclusive where to stop, or null for no bound
-   * @param committedKeys told each key returned from the committed entries, before it is returned
+   * @param committedKeys told each key returned from the committed entries as {@link #next} returns
+   *     it, unless the overlay changed since {@link #hasNext} found it
    */
   MergingIterator(
       LocalDb.Cursor base,
@@ -99,7 +111,21 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
     }
     KeyValue result = next;
     next = null;
+    if (nextIsCommitted && unchangedSinceFound(result.key())) {
+      committedKeys.accept(result.key());
+    }
     return result;
+  }
+
+  /**
+   * Whether the overlay holds no change at {@code key} made since {@link #hasNext} found it: none
+   * at all, or one at a smaller key (the caller deleted the key it held before it moved on).
+   */
+  private boolean unchangedSinceFound(byte[] key) {
+    int modifications = changes.modifications();
+    return modifications == nextFoundAtModification
+        || (modifications == nextFoundAtModification + 1
+            && ByteKeys.ORDER.compare(changes.lastChangedKey(), key) < 0);
   }
 
   private KeyValue advance() {
@@ -126,7 +152,8 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
         KeyValue kv = new KeyValue(baseKey, base.value());
         base.next();
         moveTo(baseKey);
-        committedKeys.accept(baseKey);
+        nextIsCommitted = true;
+        nextFoundAtModification = changes.modifications();
         return kv;
       }
       byte[] value = head.getValue();
@@ -135,6 +162,7 @@ final class MergingIterator implements CloseableIterator<KeyValue> {
       }
       moveTo(overlayKey);
       if (value != Overlay.TOMBSTONE) {
+        nextIsCommitted = false;
         return new KeyValue(overlayKey, value);
       }
     }

@@ -43,6 +43,7 @@ class ScanDeletionsTest {
     TreeMap<Integer, Integer> model = new TreeMap<>();
     long version = 0;
     long scanDeletions = 0;
+    long peekingScanDeletions = 0;
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(16L << 20)) {
       try (VersionedStore store = open(durable, tmp.resolve("local-1"), resources, budget)) {
@@ -58,10 +59,15 @@ class ScanDeletionsTest {
             version = tx.commit();
           }
           try (StateTransaction tx = store.begin(version)) {
-            evict(tx, random, model, seed);
+            // Odd seeds look ahead before each change, as Spark's join eviction does.
+            boolean peek = seed % 2 == 1;
+            evict(tx, random, model, seed, peek);
             scanDeletions += tx.scanDeletions("default");
+            if (peek) {
+              peekingScanDeletions += tx.scanDeletions("default");
+            }
             // A second scan steps over the first one's deletions.
-            evict(tx, random, model, seed + 100);
+            evict(tx, random, model, seed + 100, false);
             for (int i = 0; i < 2_000; i++) {
               int k = random.nextInt(KEYS);
               if (random.nextBoolean()) {
@@ -95,6 +101,9 @@ class ScanDeletionsTest {
         }
       }
       assertThat(scanDeletions).as("deletions kept as scan deletions").isGreaterThan(10_000);
+      assertThat(peekingScanDeletions)
+          .as("deletions kept as scan deletions by scans that look ahead")
+          .isGreaterThan(5_000);
       // The changelogs alone (each deleted key listed) rebuild the same state.
       try (VersionedStore store = open(durable, tmp.resolve("local-2"), resources, budget);
           StateTransaction tx = store.begin(version)) {
@@ -106,10 +115,11 @@ class ScanDeletionsTest {
   /**
    * One scan from the start: most returned keys deleted (as Spark's eviction, with {@code
    * deleteAndCheckExisted}), a few kept, and changes ahead of the scan, behind it and at the key it
-   * returned, each checked against the model step by step.
+   * returned, each checked against the model step by step. With {@code peek}, each change comes
+   * after {@code hasNext} (which finds the next entry) and none is ahead of the scan.
    */
   private static void evict(
-      StateTransaction tx, Random random, TreeMap<Integer, Integer> model, int seed) {
+      StateTransaction tx, Random random, TreeMap<Integer, Integer> model, int seed, boolean peek) {
     Integer last = null;
     try (CloseableIterator<KeyValue> it = tx.iterator("default")) {
       while (true) {
@@ -122,7 +132,13 @@ class ScanDeletionsTest {
         assertThat(number(kv.key())).as("seed %d after %s", seed, last).isEqualTo(expected);
         assertThat(number(kv.value())).isEqualTo(model.get(expected));
         last = expected;
+        if (peek) {
+          assertThat(it.hasNext()).isEqualTo(model.higherKey(last) != null);
+        }
         int choice = random.nextInt(1000);
+        if (peek && choice >= 985 && choice < 994) {
+          continue; // a change ahead of an entry hasNext already found is not seen
+        }
         if (choice < 960) {
           assertThat(tx.deleteAndCheckExisted("default", kv.key().clone()))
               .as("seed %d returned key %d existed", seed, last)
@@ -158,6 +174,50 @@ class ScanDeletionsTest {
           assertThat(tx.deleteAndCheckExisted("default", key(last))).isTrue();
           model.remove(last);
         } // else kept
+      }
+    }
+  }
+
+  /**
+   * A scan finds its next entry in {@code hasNext}; when the caller changes that key before {@code
+   * next} returns it and then deletes it, the deletion holds (the returned entry is no longer the
+   * key as the transaction holds it, so it must not be kept as a scan deletion the change would
+   * override).
+   */
+  @Test
+  void aKeyChangedAfterHasNextFoundItIsDeletedWhenDeleted() {
+    Path durable = tmp.resolve("durable");
+    try (ProcessResources resources = new ProcessResources("test");
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(16L << 20);
+        VersionedStore store = open(durable, tmp.resolve("local"), resources, budget)) {
+      long version;
+      try (StateTransaction tx = store.begin(0)) {
+        for (int i = 0; i < 10; i++) {
+          tx.put("default", key(i), key(i));
+        }
+        version = tx.commit();
+      }
+      try (StateTransaction tx = store.begin(version)) {
+        try (CloseableIterator<KeyValue> it = tx.iterator("default")) {
+          for (int i = 0; i < 10; i++) {
+            assertThat(it.hasNext()).isTrue();
+            tx.put("default", key(i), key(100 + i)); // after hasNext found key i
+            KeyValue kv = it.next();
+            assertThat(number(kv.key())).isEqualTo(i);
+            if (i % 2 == 0) {
+              assertThat(tx.deleteAndCheckExisted("default", kv.key())).isTrue();
+            }
+          }
+        }
+        Map<Integer, Integer> expected = new TreeMap<>();
+        for (int i = 1; i < 10; i += 2) {
+          expected.put(i, 100 + i);
+        }
+        assertThat(contents(tx)).isEqualTo(expected);
+        version = tx.commit();
+      }
+      try (StateTransaction tx = store.begin(version)) {
+        assertThat(contents(tx)).as("committed").hasSize(5).doesNotContainKeys(0, 2, 4, 6, 8);
       }
     }
   }
