@@ -12,7 +12,8 @@ import io.streamstate.core.engine.ByteKeys;
  * <p>Blocked: the bits of one key all lie in one 512-bit block (a cache line), so a probe costs one
  * memory access however large the filter. About 10 bits per key and 6 probes: under 2% false
  * positives at its capacity. Keys are only added (a deleted key stays, a harmless false positive);
- * {@link LocalDb} builds a new one from each full scan of the family, which drops them.
+ * {@link LocalDb} builds a new one from each full scan of the family, and from a scan of a snapshot
+ * in the background once one fills up ({@link FilterRebuild}), which drops them.
  *
  * <p>Not thread-safe: the store's lock orders every use (adds happen in a commit's local apply,
  * probes in the transaction that follows).
@@ -72,7 +73,16 @@ final class LiveKeyFilter {
    * hashes}, with room for half as many more keys again.
    */
   static LiveKeyFilter of(long[] hashes, int count) {
-    LiveKeyFilter filter = withCapacity(count + count / 2L + 1024);
+    return of(hashes, count, 0);
+  }
+
+  /**
+   * As {@link #of(long[], int)}, with room for {@code more} keys to be added at once besides
+   * ({@link FilterRebuild}: the keys put while it scanned).
+   */
+  static LiveKeyFilter of(long[] hashes, int count, int more) {
+    long keys = (long) count + more;
+    LiveKeyFilter filter = withCapacity(keys + keys / 2 + 1024);
     for (int i = 0; i < count; i++) {
       filter.addHash(hashes[i]);
     }
@@ -83,14 +93,24 @@ final class LiveKeyFilter {
     addHash(ByteKeys.hash64(key));
   }
 
+  /**
+   * Adds a key by its {@link ByteKeys#hash64}. Counted in {@link #added} only if it set a bit: a
+   * key put again (an aggregate updated every batch) does not fill the filter.
+   */
   void addHash(long hash) {
     int base = block(hash);
     long probes = ByteKeys.mix(hash);
+    long newBits = 0;
     for (int i = 0; i < PROBES; i++, probes >>>= 9) {
       int bit = (int) probes & 511;
-      bits[base + (bit >>> 6)] |= 1L << bit;
+      long mask = 1L << bit;
+      int word = base + (bit >>> 6);
+      newBits |= ~bits[word] & mask;
+      bits[word] |= mask;
     }
-    added++;
+    if (newBits != 0) {
+      added++;
+    }
   }
 
   /** The first long of the key's block: the hash's high half scaled to the block count. */
@@ -115,6 +135,15 @@ final class LiveKeyFilter {
   /** Whether so many keys were added past its capacity that it would answer "may be" to most. */
   boolean saturated() {
     return added > 3 * capacity;
+  }
+
+  /**
+   * Whether it is filling up: half as many keys again as its capacity were added (about 4 % false
+   * positives against under 2 % at its capacity, some of them deleted keys), time to build a new
+   * one while it still serves.
+   */
+  boolean stale() {
+    return added > capacity + capacity / 2;
   }
 
   long capacity() {

@@ -16,6 +16,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
@@ -75,6 +76,15 @@ public final class LocalDb implements AutoCloseable {
    * unknown (an instance restored from files has none until a full scan builds one).
    */
   private final Map<String, LiveKeyFilter> liveKeyFilters = new ConcurrentHashMap<>();
+
+  /**
+   * Per family, a new live-key filter being built in the background ({@link FilterRebuild}); an
+   * apply takes it once its scan has ended. Changed by applies, drops and close only (the lock).
+   */
+  private final Map<String, FilterRebuild> filterRebuilds = new LinkedHashMap<>();
+
+  /** Where filter rebuilds scan: the compaction pool's threads, or a test's executor. */
+  private Executor backgroundExecutor = CompactionPool.EXECUTOR;
 
   /** Room for keys in the filter of a family that starts empty, before a scan sizes it. */
   private static final int NEW_FAMILY_FILTER_KEYS = 16_384;
@@ -483,6 +493,7 @@ public final class LocalDb implements AutoCloseable {
           }
         } else {
           awaitCompactions(); // one may be compacting the family whose handle this closes
+          cancelFilterRebuild(op.family()); // or scanning it
           liveKeyFilters.remove(op.family());
           ColumnFamilyHandle handle = families.remove(op.family());
           if (handle != null) {
@@ -495,6 +506,7 @@ public final class LocalDb implements AutoCloseable {
       long initialBytes = Math.min(changelog.changeCount() * 64L, 2 * writeBufferBytes);
       WriteBatchRep batch = new WriteBatchRep(initialBytes);
       Map<String, Long> deletesByFamily = new LinkedHashMap<>();
+      List<String> filtersToRebuild = new ArrayList<>();
       for (Changelog.FamilyChanges fc : changelog.changes()) {
         ColumnFamilyHandle handle = families.get(fc.family());
         if (handle == null) {
@@ -510,7 +522,8 @@ public final class LocalDb implements AutoCloseable {
         int id = handle.getID();
         long deletes = 0;
         byte[] bound = liveLowerBounds.get(fc.family());
-        LiveKeyFilter filter = liveKeyFilters.get(fc.family());
+        LiveKeyFilter filter = takeRebuiltFilter(fc.family());
+        FilterRebuild rebuild = filterRebuilds.get(fc.family());
         for (Changelog.Change c : fc.changes()) {
           if (batch.bytes() >= writeBufferBytes) {
             // A batch goes into one memtable whole, and memtables are charged to the memory
@@ -527,8 +540,14 @@ public final class LocalDb implements AutoCloseable {
             deletes++;
           } else {
             batch.put(id, c.key(), c.value());
-            if (filter != null) {
-              filter.add(c.key());
+            if (filter != null || rebuild != null) {
+              long hash = ByteKeys.hash64(c.key());
+              if (filter != null) {
+                filter.addHash(hash);
+              }
+              if (rebuild != null) {
+                rebuild.addPut(hash);
+              }
             }
             if (bound != null && ByteKeys.ORDER.compare(c.key(), bound) < 0) {
               bound = c.key().clone();
@@ -538,18 +557,58 @@ public final class LocalDb implements AutoCloseable {
         if (bound != null) {
           liveLowerBounds.put(fc.family(), bound);
         }
+        if (filter != null && rebuild == null && filter.stale()) {
+          filtersToRebuild.add(fc.family()); // once this version is written
+        }
         if (filter != null && filter.saturated()) {
           liveKeyFilters.remove(fc.family()); // until a scan builds a larger one
         }
         deletesByFamily.merge(fc.family(), deletes, Long::sum);
       }
       write(batch);
+      for (String family : filtersToRebuild) {
+        filterRebuilds.put(
+            family,
+            FilterRebuild.start(
+                db,
+                families.get(family),
+                "column family '" + family + "' of store " + storeName,
+                backgroundExecutor));
+      }
       for (Map.Entry<String, Long> e : deletesByFamily.entrySet()) {
         compactAfterDeletes(e.getKey(), e.getValue(), changelog.version());
       }
     } catch (RocksDBException e) {
       throw failure("write", e);
     }
+  }
+
+  /**
+   * The family's live-key filter for this apply to add to: the one a background rebuild made, if
+   * its scan has ended (installed now, with the keys put since its snapshot), else the current one.
+   */
+  private LiveKeyFilter takeRebuiltFilter(String family) {
+    FilterRebuild rebuild = filterRebuilds.get(family);
+    if (rebuild != null && rebuild.ended()) {
+      filterRebuilds.remove(family);
+      LiveKeyFilter rebuilt = rebuild.filter();
+      if (rebuilt != null) {
+        liveKeyFilters.put(family, rebuilt);
+      }
+    }
+    return liveKeyFilters.get(family);
+  }
+
+  private void cancelFilterRebuild(String family) {
+    FilterRebuild rebuild = filterRebuilds.remove(family);
+    if (rebuild != null) {
+      rebuild.cancel();
+    }
+  }
+
+  /** Runs filter rebuilds' scans on {@code executor} from now on (tests). */
+  void backgroundExecutor(Executor executor) {
+    this.backgroundExecutor = executor;
   }
 
   /**
@@ -741,6 +800,9 @@ public final class LocalDb implements AutoCloseable {
     }
     closing = true;
     awaitCompactions(); // a running one uses the handles closed below
+    for (String family : new ArrayList<>(filterRebuilds.keySet())) {
+      cancelFilterRebuild(family); // as does a rebuild's scan, and its snapshot
+    }
     closed = true;
     openDatabases.remove(this);
     List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());

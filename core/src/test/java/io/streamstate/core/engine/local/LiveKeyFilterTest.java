@@ -143,6 +143,81 @@ class LiveKeyFilterTest {
     }
   }
 
+  /**
+   * A family no scan reads in full (the join's key-with-index store) gets a new filter from a
+   * snapshot's scan in the background once its filter fills up: the snapshot's live keys (the keys
+   * deleted before it dropped) and every key put while the scan ran.
+   */
+  @Test
+  void aFilterFillingUpIsRebuiltFromASnapshotWithTheKeysPutMeanwhile() {
+    LocalDb db = open("rebuilt");
+    List<Runnable> background = new ArrayList<>();
+    db.backgroundExecutor(background::add);
+    try {
+      db.apply(puts(1, 0, 20_000, i -> false)); // room for 16,384: not yet filling up
+      assertThat(background).isEmpty();
+      // 15,000 keys deleted (they stay in the filter), 10,000 more put: 30,000 added, filling up.
+      db.apply(puts(2, 0, 30_000, i -> i < 15_000));
+      assertThat(background).hasSize(1);
+      db.apply(puts(3, 30_000, 32_000, i -> false)); // after the snapshot, before the scan ends
+      background.remove(0).run();
+      assertThat(mightContain(db, 0, 15_000))
+          .as("deleted keys the old filter still holds")
+          .isEqualTo(15_000);
+      db.apply(puts(4, 32_000, 33_000, i -> false)); // takes the new filter
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      assertThat(mightContain(db, 0, 15_000))
+          .as("deleted keys the new filter lets through")
+          .isLessThan(750);
+      assertReads(db, 33_000, i -> i >= 15_000);
+      assertThat(background).as("no second rebuild yet").isEmpty();
+    } finally {
+      db.close();
+    }
+  }
+
+  /** A rebuild whose family is dropped, or whose instance closes, before it runs never scans. */
+  @Test
+  void aRebuildOfADroppedFamilyOrAClosedInstanceNeverScans() {
+    LocalDb db = open("cancelled");
+    List<Runnable> background = new ArrayList<>();
+    db.backgroundExecutor(background::add);
+    List<Changelog.Change> changes = new ArrayList<>();
+    for (int i = 0; i < 30_000; i++) {
+      changes.add(new Changelog.Change(key(i), key(i)));
+    }
+    db.apply(
+        new Changelog(
+            1,
+            1,
+            0,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "f")),
+            List.of(new Changelog.FamilyChanges("f", changes))));
+    assertThat(background).hasSize(1);
+    db.apply(
+        new Changelog(
+            2,
+            2,
+            1,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.DROP, "f")),
+            List.of()));
+    background.remove(0).run(); // the family's handle is closed: it must not scan
+    db.apply(puts(3, 0, 30_000, i -> false));
+    assertThat(background).hasSize(1);
+    db.close(); // releases the rebuild's snapshot: the scan must not run after it
+    background.remove(0).run();
+  }
+
+  private static int mightContain(LocalDb db, int from, int to) {
+    int n = 0;
+    for (int i = from; i < to; i++) {
+      if (db.mightContain(LocalDb.DEFAULT_FAMILY, key(i))) {
+        n++;
+      }
+    }
+    return n;
+  }
+
   @Test
   void restoredFilesHaveNoFilterUntilAFullScanBuildsOne() {
     LocalDb db = open("restored");
