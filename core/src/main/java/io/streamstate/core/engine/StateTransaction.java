@@ -1,5 +1,6 @@
 package io.streamstate.core.engine;
 
+import io.streamstate.core.engine.local.AscendingReads;
 import io.streamstate.core.engine.local.LocalDb;
 import io.streamstate.core.error.OutcomeUnknownException;
 import io.streamstate.core.error.RetryableException;
@@ -95,9 +96,21 @@ public final class StateTransaction implements AutoCloseable {
     if (!db.mightContain(family, key)) {
       return null; // cheaper to ask again than to remember
     }
-    byte[] committed = db.get(family, key);
+    byte[] committed = committedReads(family).get(key);
     remember(family, key, committed != null);
     return committed;
+  }
+
+  /** Per family, its committed reads (by iterator while they ascend); closed with the iterators. */
+  private final Map<String, AscendingReads> committedReads = new HashMap<>();
+
+  private AscendingReads committedReads(String family) {
+    AscendingReads reads = committedReads.get(family);
+    if (reads == null) {
+      reads = db.ascendingReads(family);
+      committedReads.put(family, reads);
+    }
+    return reads;
   }
 
   /**
@@ -455,5 +468,9 @@ public final class StateTransaction implements AutoCloseable {
       it.close();
     }
     iterators.clear();
+    for (AscendingReads reads : committedReads.values()) {
+      reads.close();
+    }
+    committedReads.clear();
   }
 }

@@ -9,11 +9,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * The threads that compact a column family after a commit deleted much of it ({@link
  * LocalDb#apply}), once that commit has returned, and that scan a family for a new live-key filter
- * ({@link FilterRebuild}). A quarter of the process's cores (at least one),
- * so that the compactions of several stores evicting in the same batch take at most that share of
- * the executor away from the tasks that follow; the rest queue. Daemon threads: a store's close
- * waits for its own compaction, and the process's exit stops RocksDB's work first ({@link
- * OpenDatabases}).
+ * ({@link FilterRebuild}). A quarter of the process's cores (at least one), so that the compactions
+ * of several stores evicting in the same batch take at most that share of the executor away from
+ * the tasks that follow; the rest queue. Daemon threads: a store's close waits for its own
+ * compaction, and the process's exit stops RocksDB's work first ({@link OpenDatabases}).
  */
 final class CompactionPool {
   private CompactionPool() {}

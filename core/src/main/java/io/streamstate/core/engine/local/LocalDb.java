@@ -312,6 +312,23 @@ public final class LocalDb implements AutoCloseable {
     }
   }
 
+  /** Point reads of {@code family} that step an iterator while they ascend; close it. */
+  public AscendingReads ascendingReads(String family) {
+    checkOpen();
+    return new AscendingReads(this, family);
+  }
+
+  /** A plain iterator over {@code family} with this instance's read options; null if none. */
+  RocksIterator rawIterator(String family) {
+    checkOpen();
+    ColumnFamilyHandle handle = families.get(family);
+    return handle == null ? null : db.newIterator(handle, readOptions);
+  }
+
+  StreamStateException readFailure(RocksDBException e) {
+    return failure("read", e);
+  }
+
   /** Whether {@code key} exists, without copying its value into the JVM. */
   public boolean exists(String family, byte[] key) {
     checkOpen();
