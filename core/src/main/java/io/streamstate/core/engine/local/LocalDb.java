@@ -430,7 +430,6 @@ public final class LocalDb implements AutoCloseable {
     void finish() {
       if (!closed && applies == appliesAtStart && families.containsKey(family)) {
         liveKeyFilters.put(family, LiveKeyFilter.of(hashes, count));
-        liveKeysScanned.put(family, (long) count);
       }
     }
   }
@@ -593,13 +592,8 @@ public final class LocalDb implements AutoCloseable {
                 "column family '" + family + "' of store " + storeName,
                 backgroundExecutor));
       }
-      for (Changelog.FamilyChanges fc : changelog.changes()) {
-        changesSinceCompaction.merge(fc.family(), (long) fc.changes().size(), Long::sum);
-      }
       for (Map.Entry<String, Long> e : deletesByFamily.entrySet()) {
-        if (!compactAfterDeletes(e.getKey(), e.getValue(), changelog.version())) {
-          compactAfterChurn(e.getKey(), changelog.version());
-        }
+        compactAfterDeletes(e.getKey(), e.getValue(), changelog.version());
       }
     } catch (RocksDBException e) {
       throw failure("write", e);
@@ -650,100 +644,41 @@ public final class LocalDb implements AutoCloseable {
    * both); {@link #close} and a family's drop wait for it. A load's replay of such a version starts
    * one too, whose first batch would otherwise scan the tombstones.
    */
-  private boolean compactAfterDeletes(String family, long deletes, long version)
+  private void compactAfterDeletes(String family, long deletes, long version)
       throws RocksDBException {
     ColumnFamilyHandle handle = families.get(family);
     if (deletes < COMPACT_AFTER_DELETES_MIN || handle == null) {
-      return false;
+      return;
     }
     long keys = db.getLongProperty(handle, "rocksdb.estimate-num-keys");
     if (deletes * 4 < keys) {
-      return false;
+      return;
     }
-    startCompaction(family);
     compactions =
         compactions.thenRunAsync(
             () -> compact(handle, family, deletes, keys, version), CompactionPool.EXECUTOR);
-    return true;
-  }
-
-  /**
-   * Per family, the changes applied since its last compaction started here: each put of a key that
-   * exists and each deletion leaves an entry that a scan steps over until a compaction drops it.
-   */
-  private final Map<String, Long> changesSinceCompaction = new LinkedHashMap<>();
-
-  /** Per family, the live keys the last full scan counted ({@link FilterBuild}). */
-  private final Map<String, Long> liveKeysScanned = new ConcurrentHashMap<>();
-
-  /** Fewer changes than this never start a compaction for churn. */
-  static final long COMPACT_AFTER_CHURN_MIN = 10_000;
-
-  /**
-   * Families with more live keys than this are not compacted for churn: most of their data lies in
-   * files that RocksDB's own compactions merge as it moves down the levels, and compacting the
-   * whole family would take seconds of a core.
-   */
-  static final long COMPACT_AFTER_CHURN_MAX_KEYS = 1_000_000;
-
-  /**
-   * Starts a compaction of {@code family} once the changes applied since its last one outnumber the
-   * live keys its last full scan counted. Spark's window aggregation scans its whole store every
-   * batch and puts and deletes a share of it: every put of an existing key and every deletion
-   * leaves an old version or a tombstone that each later scan steps over inside RocksDB, and in a
-   * small store's memtable none goes until a flush (a 16 MiB memtable holds dozens of batches): a
-   * 25,000-key store's eviction scan took 25 ms of CPU where 15 ms do after a compaction
-   * (docs/bench/2026-12-03-issue21.md section 18). Only for families that are scanned in full
-   * (point reads find the newest version first), and small ones.
-   */
-  private void compactAfterChurn(String family, long version) {
-    Long live = liveKeysScanned.get(family);
-    long changes = changesSinceCompaction.getOrDefault(family, 0L);
-    ColumnFamilyHandle handle = families.get(family);
-    if (live == null
-        || handle == null
-        || live > COMPACT_AFTER_CHURN_MAX_KEYS
-        || changes < Math.max(live, COMPACT_AFTER_CHURN_MIN)) {
-      return;
-    }
-    startCompaction(family);
-    compactions =
-        compactions.thenRunAsync(
-            () -> {
-              long started = System.nanoTime();
-              if (compactRange(handle, family, version, changes + " changes")) {
-                churnCompactions.incrementAndGet();
-                LOG.debug(
-                    "Store {}: version {} left {} changes since the last compaction of column"
-                        + " family '{}' ({} live keys): compacted it in {} ms",
-                    storeName,
-                    version,
-                    changes,
-                    family,
-                    live,
-                    (System.nanoTime() - started) / 1_000_000);
-              }
-            },
-            CompactionPool.EXECUTOR);
-  }
-
-  /** Compactions churn caused ({@link #compactAfterChurn}; tests). */
-  private final AtomicLong churnCompactions = new AtomicLong();
-
-  long churnCompactions() {
-    return churnCompactions.get();
-  }
-
-  private void startCompaction(String family) {
-    changesSinceCompaction.put(family, 0L);
-    liveKeysScanned.remove(family); // until a full scan counts them again
   }
 
   /** One compaction of {@link #compactAfterDeletes}, on the pool; never throws. */
   private void compact(
       ColumnFamilyHandle handle, String family, long deletes, long keys, long version) {
+    if (closing) {
+      return;
+    }
     long started = System.nanoTime();
-    if (!compactRange(handle, family, version, deletes + " deletions")) {
+    // Not exclusive: the commits that follow go on writing, and RocksDB's own compactions of what
+    // they flush must not wait behind this one (L0 files past the limit would stall the writes).
+    try (CompactRangeOptions options = new CompactRangeOptions()) {
+      db.compactRange(handle, null, null, options.setExclusiveManualCompaction(false));
+    } catch (RocksDBException | RuntimeException e) {
+      // Only reads get slower: the tombstones stay until RocksDB's own compactions reach them.
+      LOG.warn(
+          "Store {}: compacting column family '{}' after version {} deleted {} keys failed: {}",
+          storeName,
+          family,
+          version,
+          deletes,
+          e.toString());
       return;
     }
     deleteCompactions.incrementAndGet();
@@ -756,32 +691,6 @@ public final class LocalDb implements AutoCloseable {
         family,
         keys,
         (System.nanoTime() - started) / 1_000_000);
-  }
-
-  /**
-   * Compacts the whole family on the calling (pool) thread; false if skipped (closing) or failed
-   * (logged). Never throws.
-   */
-  private boolean compactRange(ColumnFamilyHandle handle, String family, long version, String why) {
-    if (closing) {
-      return false;
-    }
-    // Not exclusive: the commits that follow go on writing, and RocksDB's own compactions of what
-    // they flush must not wait behind this one (L0 files past the limit would stall the writes).
-    try (CompactRangeOptions options = new CompactRangeOptions()) {
-      db.compactRange(handle, null, null, options.setExclusiveManualCompaction(false));
-      return true;
-    } catch (RocksDBException | RuntimeException e) {
-      // Only reads get slower: the dead entries stay until RocksDB's own compactions reach them.
-      LOG.warn(
-          "Store {}: compacting column family '{}' after version {} ({}) failed: {}",
-          storeName,
-          family,
-          version,
-          why,
-          e.toString());
-      return false;
-    }
   }
 
   /**

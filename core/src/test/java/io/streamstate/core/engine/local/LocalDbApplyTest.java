@@ -94,63 +94,6 @@ class LocalDbApplyTest {
     }
   }
 
-  /**
-   * A window aggregation's store: scanned in full every batch, a share of it put again or deleted.
-   * Once the changes since its last compaction outnumber the live keys the last full scan counted,
-   * it is compacted, its memtable's old versions and tombstones gone; not before, and not again
-   * until a full scan has counted its keys anew.
-   */
-  @Test
-  void aScannedFamilyChangedMoreThanItHoldsIsCompacted() throws Exception {
-    try (ProcessResources resources = new ProcessResources("test");
-        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(64L << 20)) {
-      LocalDb db = open(resources, budget);
-      try {
-        int n = 20_000;
-        db.apply(changelog(1, numberedPuts(n)));
-        db.apply(changelog(2, numberedPuts(n))); // changed more than it holds, but never scanned
-        db.awaitCompactions();
-        assertThat(db.churnCompactions()).isZero();
-        assertThat(scanCount(db)).isEqualTo(n); // counts 20,000 live keys
-        db.apply(changelog(3, numberedPuts(1)));
-        db.awaitCompactions();
-        assertThat(db.churnCompactions()).as("40,001 changes of 20,000 keys").isEqualTo(1);
-        assertThat(scanCount(db)).isEqualTo(n);
-        db.apply(changelog(4, numberedPuts(15_000)));
-        db.awaitCompactions();
-        assertThat(db.churnCompactions()).as("15,000 changes since").isEqualTo(1);
-        db.apply(changelog(5, deletions(0, 5_000)));
-        db.awaitCompactions();
-        assertThat(db.churnCompactions()).as("20,000 changes since").isEqualTo(2);
-        assertThat(db.aggregatedLongProperty("rocksdb.num-entries-active-mem-table")).isZero();
-        assertThat(db.aggregatedLongProperty("rocksdb.estimate-num-keys")).isEqualTo(n - 5_000);
-        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(4_999))).isNull();
-        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(5_000))).isNotNull();
-
-        db.apply(changelog(6, numberedPuts(n))); // not scanned since: not armed
-        db.apply(changelog(7, numberedPuts(n)));
-        db.awaitCompactions();
-        assertThat(db.churnCompactions()).isEqualTo(2);
-        assertThat(scanCount(db)).isEqualTo(n);
-        db.apply(changelog(8, numberedPuts(1)));
-        db.awaitCompactions();
-        assertThat(db.churnCompactions()).as("armed again by the scan").isEqualTo(3);
-      } finally {
-        db.close();
-      }
-    }
-  }
-
-  private static int scanCount(LocalDb db) {
-    int count = 0;
-    try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, null)) {
-      for (; c.isValid(); c.next()) {
-        count++;
-      }
-    }
-    return count;
-  }
-
   @Test
   void theCompactionRunsAfterTheApplyReturnsAndACloseSkipsOneNotStarted() throws Exception {
     CountDownLatch release = new CountDownLatch(1);
