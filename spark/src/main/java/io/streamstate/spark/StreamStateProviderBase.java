@@ -176,10 +176,17 @@ abstract class StreamStateProviderBase {
         StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
     Path localDir = LocalDirs.localDir(conf, stateStoreId);
     long cap = ExecutorMemory.capBytes(conf);
-    this.budget = RocksDbMemoryBudget.shared(resources, cap);
+    this.budget = RocksDbMemoryBudget.shared(resources, cap, conf.heapMirrorBytes());
     ConfigWarnings.of(resources)
         .checkProcessWide(
             StreamStateConf.MEMORY_CAP_BYTES, Long.toString(budget.capBytes()), Long.toString(cap));
+    if (conf.heapMirrorBytes() >= 0) {
+      ConfigWarnings.of(resources)
+          .checkProcessWide(
+              StreamStateConf.HEAP_MIRROR_BYTES,
+              Long.toString(budget.heapMirrors().capBytes()),
+              Long.toString(conf.heapMirrorBytes()));
+    }
     // One hedger per process and policy: its deadline learns from, and its budget bounds, every
     // store that shares it.
     HedgedWriter hedger =

@@ -89,6 +89,21 @@ public final class StreamStateKeys {
                   + " beside the JVM's own native memory (320 MiB), at least 64m")
           .scope(ConfigKey.Scope.PROCESS);
 
+  static final ConfigKey HEAP_MIRROR_BYTES_KEY =
+      ConfigKey.of(
+              HEAP_MIRROR_BYTES,
+              ConfigKey.Type.SIZE,
+              null,
+              "heap for copies of small stores' committed state: a store's column family of up"
+                  + " to 64 MiB (keys, values and 48 bytes an entry) is read and scanned from the"
+                  + " heap, kept exact by every commit, RocksDB staying the local engine"
+                  + " (snapshots, restores); larger ones, or past this budget, are read from"
+                  + " RocksDB alone. Eviction scans of small states (window aggregations,"
+                  + " deduplication) step through the heap instead of through RocksDB's memtable"
+                  + " versions (docs/bench/2026-12-03-issue21.md section 19). 0: none")
+          .computedDefault("a tenth of the executor's heap, at most 512m")
+          .scope(ConfigKey.Scope.PROCESS);
+
   static final ConfigKey TORN_FILE_GRACE_MS_KEY =
       ConfigKey.of(
               TORN_FILE_GRACE_MS,
@@ -308,6 +323,7 @@ public final class StreamStateKeys {
           SNAPSHOT_CLOSE_WAIT_MS_KEY,
           CHANGELOG_CODEC_KEY,
           MEMORY_CAP_BYTES_KEY,
+          HEAP_MIRROR_BYTES_KEY,
           TORN_FILE_GRACE_MS_KEY,
           LOCAL_DIR_KEY,
           LOCK_TIMEOUT_MS_KEY,

@@ -37,6 +37,7 @@ public class StreamStateSettings {
   public static final String SNAPSHOT_REPLAY_DEBT_PERCENT = PREFIX + "snapshot.replayDebtPercent";
   public static final String SNAPSHOT_CLOSE_WAIT_MS = PREFIX + "snapshot.closeWaitMs";
   public static final String MEMORY_CAP_BYTES = PREFIX + "memoryCapBytes";
+  public static final String HEAP_MIRROR_BYTES = PREFIX + "heapMirrorBytes";
   public static final String TORN_FILE_GRACE_MS = PREFIX + "tornFileGraceMs";
   public static final String LOCAL_DIR = PREFIX + "localDir";
   public static final String LOCK_TIMEOUT_MS = PREFIX + "lockTimeoutMs";
@@ -79,6 +80,7 @@ public class StreamStateSettings {
   private final StoreOptions storeOptions;
   private final long memoryCapBytes;
   private final boolean memoryCapSet;
+  private final long heapMirrorBytes;
   private final Optional<String> localDir;
   private final long lockTimeoutMs;
   private final long snapshotCloseWaitMs;
@@ -93,6 +95,7 @@ public class StreamStateSettings {
         settings.storeOptions,
         settings.memoryCapBytes,
         settings.memoryCapSet,
+        settings.heapMirrorBytes,
         settings.localDir,
         settings.lockTimeoutMs,
         settings.snapshotCloseWaitMs,
@@ -106,6 +109,7 @@ public class StreamStateSettings {
       StoreOptions storeOptions,
       long memoryCapBytes,
       boolean memoryCapSet,
+      long heapMirrorBytes,
       Optional<String> localDir,
       long lockTimeoutMs,
       long snapshotCloseWaitMs,
@@ -119,6 +123,7 @@ public class StreamStateSettings {
     this.storeOptions = storeOptions;
     this.memoryCapBytes = memoryCapBytes;
     this.memoryCapSet = memoryCapSet;
+    this.heapMirrorBytes = heapMirrorBytes;
     this.localDir = localDir;
     this.lockTimeoutMs = lockTimeoutMs;
     this.snapshotCloseWaitMs = snapshotCloseWaitMs;
@@ -219,6 +224,10 @@ public class StreamStateSettings {
         options,
         cap,
         StreamStateKeys.MEMORY_CAP_BYTES_KEY.find(confs).isPresent(),
+        StreamStateKeys.HEAP_MIRROR_BYTES_KEY.find(confs).isPresent()
+            ? nonNegative(
+                StreamStateKeys.HEAP_MIRROR_BYTES_KEY.readLong(confs, 0), HEAP_MIRROR_BYTES)
+            : -1,
         StreamStateKeys.LOCAL_DIR_KEY.find(confs),
         lockTimeout,
         nonNegative(
@@ -399,6 +408,14 @@ public class StreamStateSettings {
    */
   public boolean memoryCapSet() {
     return memoryCapSet;
+  }
+
+  /**
+   * The heap every store's heap mirrors of the JVM may hold together ({@link #HEAP_MIRROR_BYTES}),
+   * or -1 when not set: a tenth of the heap, at most 512 MiB.
+   */
+  public long heapMirrorBytes() {
+    return heapMirrorBytes;
   }
 
   public Optional<String> localDir() {

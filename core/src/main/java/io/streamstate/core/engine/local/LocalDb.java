@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -83,6 +84,14 @@ public final class LocalDb implements AutoCloseable {
    */
   private final Map<String, FilterRebuild> filterRebuilds = new LinkedHashMap<>();
 
+  /**
+   * Per family, its committed entries in the heap while they fit {@link #mirrorBudget} ({@link
+   * HeapMirror}); absent: read from RocksDB. Changed by applies, full scans and close (the lock).
+   */
+  private final Map<String, HeapMirror> mirrors = new HashMap<>();
+
+  private final HeapMirrorBudget mirrorBudget;
+
   /** Where filter rebuilds scan: the compaction pool's threads, or a test's executor. */
   private Executor backgroundExecutor = CompactionPool.EXECUTOR;
 
@@ -132,6 +141,7 @@ public final class LocalDb implements AutoCloseable {
     this.space = space;
     this.storeName = storeName;
     this.dir = dir;
+    this.mirrorBudget = budget.heapMirrors();
     this.dbOptions =
         new DBOptions()
             .setCreateIfMissing(true)
@@ -206,6 +216,7 @@ public final class LocalDb implements AutoCloseable {
     }
     if (fresh) {
       liveKeyFilters.put(DEFAULT_FAMILY, LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
+      startEmptyMirror(DEFAULT_FAMILY);
     } else {
       takeStoredFilters();
     }
@@ -301,6 +312,10 @@ public final class LocalDb implements AutoCloseable {
 
   public byte[] get(String family, byte[] key) {
     checkOpen();
+    HeapMirror mirror = mirrors.get(family);
+    if (mirror != null) {
+      return mirror.get(key);
+    }
     ColumnFamilyHandle handle = families.get(family);
     if (handle == null || surelyAbsent(family, key)) {
       return null;
@@ -332,6 +347,10 @@ public final class LocalDb implements AutoCloseable {
   /** Whether {@code key} exists, without copying its value into the JVM. */
   public boolean exists(String family, byte[] key) {
     checkOpen();
+    HeapMirror mirror = mirrors.get(family);
+    if (mirror != null) {
+      return mirror.contains(key);
+    }
     ColumnFamilyHandle handle = families.get(family);
     if (handle == null || surelyAbsent(family, key)) {
       return false;
@@ -349,7 +368,32 @@ public final class LocalDb implements AutoCloseable {
    */
   public boolean mightContain(String family, byte[] key) {
     checkOpen();
-    return !surelyAbsent(family, key);
+    HeapMirror mirror = mirrors.get(family);
+    return mirror != null ? mirror.contains(key) : !surelyAbsent(family, key);
+  }
+
+  /** Whether {@code family}'s committed entries are in the heap now ({@link HeapMirror}). */
+  boolean mirrored(String family) {
+    return mirrors.containsKey(family);
+  }
+
+  /** Bytes of {@code family}'s heap mirror, or -1 when it has none (tests). */
+  long mirrorBytes(String family) {
+    HeapMirror mirror = mirrors.get(family);
+    return mirror == null ? -1 : mirror.bytes();
+  }
+
+  private void startEmptyMirror(String family) {
+    if (mirrorBudget.enabled()) {
+      mirrors.put(family, new HeapMirror(mirrorBudget));
+    }
+  }
+
+  private void dropMirror(String family) {
+    HeapMirror mirror = mirrors.remove(family);
+    if (mirror != null) {
+      mirror.release();
+    }
   }
 
   /** Whether the family's live-key filter rules {@code key} out. */
@@ -383,6 +427,10 @@ public final class LocalDb implements AutoCloseable {
     if (handle == null) {
       return null;
     }
+    HeapMirror mirror = mirrors.get(family);
+    if (mirror != null) {
+      return new Cursor(mirror.entries(), mirror.indexOf(from));
+    }
     RocksIterator it = db.newIterator(handle, readOptions);
     byte[] bound = liveLowerBounds.get(family);
     boolean fromNothingBelow =
@@ -397,39 +445,78 @@ public final class LocalDb implements AutoCloseable {
       // Nothing live below where the scan started, and this is the first key at or above it.
       liveLowerBounds.put(family, it.key());
     }
-    Cursor cursor = new Cursor(it, fromNothingBelow ? new FilterBuild(family, applies) : null);
+    Cursor cursor = new Cursor(it, fromNothingBelow ? new FullScan(family, applies) : null);
     cursor.finishIfAtEnd();
     return cursor;
   }
 
-  /** The keys a scan from a family's start has passed, hashed, for a new live-key filter. */
-  private final class FilterBuild {
+  /**
+   * What a scan from a family's start has passed: its keys hashed, for a new live-key filter, and
+   * its entries, for a heap mirror while they fit the budget. Complete only if the scan reaches the
+   * end with no apply in between.
+   */
+  private final class FullScan {
     private final String family;
     private final long appliesAtStart;
     private long[] hashes = new long[1024];
     private int count;
+    private boolean hashing = true;
 
-    FilterBuild(String family, long appliesAtStart) {
+    /** The entries passed so far; null once they do not fit (or a mirror exists already). */
+    private HeapMirror mirror;
+
+    FullScan(String family, long appliesAtStart) {
       this.family = family;
       this.appliesAtStart = appliesAtStart;
+      this.mirror =
+          mirrorBudget.enabled() && !mirrors.containsKey(family)
+              ? new HeapMirror(mirrorBudget)
+              : null;
     }
 
-    /** False once the family has too many keys for a filter: stop hashing. */
-    boolean add(byte[] key) {
-      if (count == hashes.length) {
-        if (count >= LiveKeyFilter.MAX_KEYS) {
-          return false;
+    /** Whether the scan still needs each entry's value. */
+    boolean wantsValues() {
+      return mirror != null;
+    }
+
+    /** False once there is nothing more to build: stop calling. */
+    boolean add(byte[] key, byte[] value) {
+      if (hashing) {
+        if (count == hashes.length) {
+          if (count >= LiveKeyFilter.MAX_KEYS) {
+            hashing = false;
+          } else {
+            hashes = Arrays.copyOf(hashes, count * 2);
+          }
         }
-        hashes = Arrays.copyOf(hashes, count * 2);
+        if (hashing) {
+          hashes[count++] = ByteKeys.hash64(key);
+        }
       }
-      hashes[count++] = ByteKeys.hash64(key);
-      return true;
+      if (mirror != null && !mirror.append(key, value)) {
+        abandonMirror();
+      }
+      return hashing || mirror != null;
     }
 
-    /** The scan reached the end: every live key was added, unless an apply ran meanwhile. */
+    /** The scan reached the end: every live entry was added, unless an apply ran meanwhile. */
     void finish() {
-      if (!closed && applies == appliesAtStart && families.containsKey(family)) {
+      boolean complete = !closed && applies == appliesAtStart && families.containsKey(family);
+      if (complete && hashing) {
         liveKeyFilters.put(family, LiveKeyFilter.of(hashes, count));
+      }
+      if (complete && mirror != null && !mirrors.containsKey(family)) {
+        mirrors.put(family, mirror);
+        mirror = null;
+      }
+      abandonMirror();
+    }
+
+    /** Gives back what an unfinished mirror holds. */
+    void abandonMirror() {
+      if (mirror != null) {
+        mirror.release();
+        mirror = null;
       }
     }
   }
@@ -439,25 +526,43 @@ public final class LocalDb implements AutoCloseable {
    * package). Close it when done.
    */
   public static final class Cursor implements AutoCloseable {
+    /** The RocksDB iterator, or null when the cursor steps through a heap mirror. */
     private final RocksIterator it;
 
-    /** Set while the cursor scans from the family's start, hashing each key it passes. */
-    private FilterBuild filterBuild;
+    /** The heap mirror's entries as the cursor was made (applies replace, never change them). */
+    private final HeapMirror.Entries heap;
 
-    /** The key at the current position once read (each read is a copy out of native memory). */
+    private int heapIndex;
+
+    /** Set while the cursor scans from the family's start, adding each entry it passes. */
+    private FullScan fullScan;
+
+    /** The current key and value once read (each read is a copy out of native memory). */
     private byte[] key;
 
-    private Cursor(RocksIterator it, FilterBuild filterBuild) {
+    private byte[] value;
+
+    private Cursor(RocksIterator it, FullScan fullScan) {
       this.it = it;
-      this.filterBuild = filterBuild;
+      this.heap = null;
+      this.fullScan = fullScan;
+    }
+
+    private Cursor(HeapMirror.Entries heap, int from) {
+      this.it = null;
+      this.heap = heap;
+      this.heapIndex = from;
     }
 
     public boolean isValid() {
-      return it.isValid();
+      return it == null ? heapIndex < heap.size() : it.isValid();
     }
 
     /** The current key; the same array until {@link #next}, so hand it out once. */
     public byte[] key() {
+      if (it == null) {
+        return heap.keys()[heapIndex];
+      }
       if (key == null) {
         key = it.key();
       }
@@ -465,28 +570,45 @@ public final class LocalDb implements AutoCloseable {
     }
 
     public byte[] value() {
-      return it.value();
+      if (it == null) {
+        return heap.values()[heapIndex];
+      }
+      if (value == null) {
+        value = it.value();
+      }
+      return value;
     }
 
     public void next() {
-      if (filterBuild != null && !filterBuild.add(key())) {
-        filterBuild = null;
+      if (it == null) {
+        heapIndex++;
+        return;
+      }
+      if (fullScan != null && !fullScan.add(key(), fullScan.wantsValues() ? value() : null)) {
+        fullScan = null;
       }
       key = null;
+      value = null;
       it.next();
       finishIfAtEnd();
     }
 
     private void finishIfAtEnd() {
-      if (filterBuild != null && !it.isValid()) {
-        filterBuild.finish();
-        filterBuild = null;
+      if (fullScan != null && !it.isValid()) {
+        fullScan.finish();
+        fullScan = null;
       }
     }
 
     @Override
     public void close() {
-      it.close();
+      if (fullScan != null) {
+        fullScan.abandonMirror();
+        fullScan = null;
+      }
+      if (it != null) {
+        it.close();
+      }
     }
   }
 
@@ -507,11 +629,13 @@ public final class LocalDb implements AutoCloseable {
                 db.createColumnFamily(
                     new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
             liveKeyFilters.put(op.family(), LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
+            startEmptyMirror(op.family());
           }
         } else {
           awaitCompactions(); // one may be compacting the family whose handle this closes
           cancelFilterRebuild(op.family()); // or scanning it
           liveKeyFilters.remove(op.family());
+          dropMirror(op.family());
           ColumnFamilyHandle handle = families.remove(op.family());
           if (handle != null) {
             db.dropColumnFamily(handle);
@@ -541,6 +665,10 @@ public final class LocalDb implements AutoCloseable {
         byte[] bound = liveLowerBounds.get(fc.family());
         LiveKeyFilter filter = takeRebuiltFilter(fc.family());
         FilterRebuild rebuild = filterRebuilds.get(fc.family());
+        HeapMirror mirror = mirrors.get(fc.family());
+        if (mirror != null && !mirror.apply(fc.changes())) {
+          dropMirror(fc.family()); // outgrew the budget: RocksDB alone from now on
+        }
         for (Changelog.Change c : fc.changes()) {
           if (batch.bytes() >= writeBufferBytes) {
             // A batch goes into one memtable whole, and memtables are charged to the memory
@@ -596,7 +724,17 @@ public final class LocalDb implements AutoCloseable {
         compactAfterDeletes(e.getKey(), e.getValue(), changelog.version());
       }
     } catch (RocksDBException e) {
+      dropAllMirrors(); // applied in part: the instance is discarded next
       throw failure("write", e);
+    } catch (RuntimeException | Error e) {
+      dropAllMirrors();
+      throw e;
+    }
+  }
+
+  private void dropAllMirrors() {
+    for (String family : new ArrayList<>(mirrors.keySet())) {
+      dropMirror(family);
     }
   }
 
@@ -821,6 +959,7 @@ public final class LocalDb implements AutoCloseable {
       cancelFilterRebuild(family); // as does a rebuild's scan, and its snapshot
     }
     closed = true;
+    dropAllMirrors();
     openDatabases.remove(this);
     List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());
     families.clear();

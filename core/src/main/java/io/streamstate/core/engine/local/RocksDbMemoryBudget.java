@@ -22,9 +22,18 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
   private final long capBytes;
   private final Cache cache;
   private final WriteBufferManager writeBufferManager;
+  private final HeapMirrorBudget heapMirrors;
 
   /** A private budget; the caller closes it after every store using it is closed. */
   public RocksDbMemoryBudget(long capBytes) {
+    this(capBytes, -1);
+  }
+
+  /**
+   * A private budget whose stores' heap mirrors may hold {@code heapMirrorBytes} (-1: {@link
+   * #defaultHeapMirrorBytes}; 0: no mirrors); the caller closes it after its stores.
+   */
+  public RocksDbMemoryBudget(long capBytes, long heapMirrorBytes) {
     RocksDbVersion.check();
     if (capBytes < (8L << 20)) {
       throw new IllegalArgumentException("memory cap must be at least 8 MiB, got " + capBytes);
@@ -34,6 +43,23 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
     this.cache = new LRUCache(capBytes, -1, false, 0.1);
     // Memtables may take half of the budget; their memory is charged to the same cache.
     this.writeBufferManager = new WriteBufferManager(capBytes / 2, cache);
+    this.heapMirrors =
+        new HeapMirrorBudget(
+            heapMirrorBytes < 0 ? defaultHeapMirrorBytes() : heapMirrorBytes,
+            DEFAULT_HEAP_MIRROR_FAMILY_BYTES);
+  }
+
+  /** Default heap one family's mirror may hold: 64 MiB. */
+  public static final long DEFAULT_HEAP_MIRROR_FAMILY_BYTES = 64L << 20;
+
+  /** Default heap all mirrors of a process may hold: a tenth of the heap, at most 512 MiB. */
+  public static long defaultHeapMirrorBytes() {
+    return Math.min(512L << 20, Runtime.getRuntime().maxMemory() / 10);
+  }
+
+  /** The heap the process's stores may use for their heap mirrors ({@link HeapMirror}). */
+  public HeapMirrorBudget heapMirrors() {
+    return heapMirrors;
   }
 
   /**
@@ -42,7 +68,14 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
    * its owner: open instances of stores use it until they close.
    */
   public static RocksDbMemoryBudget shared(ProcessResources resources, long capBytes) {
-    return resources.component(Shared.class, () -> new Shared(new RocksDbMemoryBudget(capBytes)))
+    return shared(resources, capBytes, -1);
+  }
+
+  /** As {@link #shared(ProcessResources, long)}, the first caller also fixing the heap mirrors'. */
+  public static RocksDbMemoryBudget shared(
+      ProcessResources resources, long capBytes, long heapMirrorBytes) {
+    return resources.component(
+            Shared.class, () -> new Shared(new RocksDbMemoryBudget(capBytes, heapMirrorBytes)))
         .budget;
   }
 

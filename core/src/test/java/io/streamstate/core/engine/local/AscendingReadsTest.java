@@ -34,7 +34,8 @@ class AscendingReadsTest {
   @Test
   void readsInAnyOrderAnswerAsASortedMap() {
     try (ProcessResources resources = new ProcessResources("test");
-        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(16L << 20)) {
+        // RocksDB's own reads: no heap mirror (HeapMirrorTest covers that path).
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(16L << 20, 0)) {
       LocalDb db =
           LocalDb.open(
               "s",

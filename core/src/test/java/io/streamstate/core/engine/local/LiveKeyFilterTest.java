@@ -35,7 +35,8 @@ class LiveKeyFilterTest {
   @BeforeEach
   void setUp() {
     resources = new ProcessResources("test");
-    budget = new RocksDbMemoryBudget(16L << 20);
+    // RocksDB's own reads: no heap mirror (HeapMirrorTest covers that path).
+    budget = new RocksDbMemoryBudget(16L << 20, 0);
   }
 
   @AfterEach

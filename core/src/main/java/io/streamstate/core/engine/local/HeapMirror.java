@@ -1,0 +1,189 @@
+package io.streamstate.core.engine.local;
+
+import io.streamstate.core.engine.ByteKeys;
+import io.streamstate.core.format.Changelog;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * One column family's committed entries, held in the heap beside RocksDB while they fit {@link
+ * HeapMirrorBudget}: reads and scans of a small store then cost an array step, not a call into
+ * RocksDB (whose iterator steps over every older version and tombstone its memtable still holds).
+ * RocksDB stays the local engine: what snapshots, restores and recovery read.
+ *
+ * <p>Exact or absent, never partial: made empty with a new family or from a scan of the whole
+ * family that no apply interrupted ({@link LocalDb#newIterator}), changed by every apply with the
+ * same changes as RocksDB, dropped (and its bytes given back) once it outgrows the budget. Keys and
+ * values are the changelog's own arrays: nothing changes them after a commit, and readers do not
+ * write into what they are given (Spark's HDFS-backed provider hands out its map's own rows too).
+ *
+ * <p>Two sorted arrays, not a tree: a commit's changes come in key order, so an apply is one merge
+ * (a pass over the entries, reference copies), where a tree pays a search per change; a lookup is a
+ * binary search. Used under its instance's lock (applies and reads of a store never overlap).
+ */
+final class HeapMirror {
+  /** Heap per entry beyond its key's and value's bytes: two array headers and two references. */
+  static final long ENTRY_OVERHEAD = 48;
+
+  private static final byte[][] NONE = new byte[0][];
+
+  private final HeapMirrorBudget budget;
+  private byte[][] keys = NONE;
+  private byte[][] values = NONE;
+  private int size;
+
+  /** Bytes charged to the budget for this mirror. */
+  private long bytes;
+
+  HeapMirror(HeapMirrorBudget budget) {
+    this.budget = budget;
+  }
+
+  static long entryBytes(byte[] key, byte[] value) {
+    return key.length + value.length + ENTRY_OVERHEAD;
+  }
+
+  byte[] get(byte[] key) {
+    int i = Arrays.binarySearch(keys, 0, size, key, ByteKeys.ORDER);
+    return i >= 0 ? values[i] : null;
+  }
+
+  boolean contains(byte[] key) {
+    return Arrays.binarySearch(keys, 0, size, key, ByteKeys.ORDER) >= 0;
+  }
+
+  /**
+   * Appends an entry whose key is above every key held (a scan's next entry); false (nothing
+   * charged) if it is not, or the budget has no room: give up on this mirror.
+   */
+  boolean append(byte[] key, byte[] value) {
+    if (size > 0 && ByteKeys.ORDER.compare(keys[size - 1], key) >= 0) {
+      return false;
+    }
+    long delta = entryBytes(key, value);
+    if (!budget.tryCharge(delta, bytes)) {
+      return false;
+    }
+    bytes += delta;
+    if (size == keys.length) {
+      int capacity = Math.max(16, size * 2);
+      keys = Arrays.copyOf(keys, capacity);
+      values = Arrays.copyOf(values, capacity);
+    }
+    keys[size] = key;
+    values[size] = value;
+    size++;
+    return true;
+  }
+
+  /**
+   * Applies one family's changes of a version, in strictly ascending key order (a value of null: a
+   * deletion); false (the mirror unchanged, nothing charged) if they are not in that order or the
+   * result does not fit the budget: drop this mirror.
+   */
+  boolean apply(List<Changelog.Change> changes) {
+    if (changes.isEmpty()) {
+      return true;
+    }
+    int capacity = size + changes.size();
+    byte[][] newKeys = new byte[capacity][];
+    byte[][] newValues = new byte[capacity][];
+    int n = 0;
+    int i = 0;
+    long delta = 0;
+    byte[] previous = null;
+    for (Changelog.Change c : changes) {
+      byte[] key = c.key();
+      if (previous != null && ByteKeys.ORDER.compare(previous, key) >= 0) {
+        return false;
+      }
+      previous = key;
+      int at = search(key, i);
+      int below = at >= 0 ? at : -at - 1;
+      System.arraycopy(keys, i, newKeys, n, below - i);
+      System.arraycopy(values, i, newValues, n, below - i);
+      n += below - i;
+      i = below;
+      if (at >= 0) {
+        delta -= entryBytes(keys[i], values[i]);
+        i++;
+      }
+      if (!c.isDelete()) {
+        newKeys[n] = key;
+        newValues[n] = c.value();
+        delta += entryBytes(key, c.value());
+        n++;
+      }
+    }
+    System.arraycopy(keys, i, newKeys, n, size - i);
+    System.arraycopy(values, i, newValues, n, size - i);
+    n += size - i;
+    if (delta > 0 && !budget.tryCharge(delta, bytes)) {
+      return false;
+    }
+    if (delta < 0) {
+      budget.release(-delta);
+    }
+    bytes += delta;
+    keys = newKeys;
+    values = newValues;
+    size = n;
+    return true;
+  }
+
+  /**
+   * Where {@code key} is among the keys from {@code from} on, as {@link Arrays#binarySearch}
+   * answers: galloping first, since a commit's changes tend to fall close together.
+   */
+  private int search(byte[] key, int from) {
+    int low = from;
+    int step = 1;
+    while (low < size) {
+      int probe = Math.min(size - 1, from + step - 1);
+      int cmp = ByteKeys.ORDER.compare(keys[probe], key);
+      if (cmp == 0) {
+        return probe;
+      }
+      if (cmp > 0) {
+        return Arrays.binarySearch(keys, low, probe, key, ByteKeys.ORDER);
+      }
+      low = probe + 1;
+      step <<= 1;
+    }
+    return -size - 1;
+  }
+
+  /** The position of the first key at or above {@code from} (null: the first). */
+  int indexOf(byte[] from) {
+    if (from == null) {
+      return 0;
+    }
+    int at = Arrays.binarySearch(keys, 0, size, from, ByteKeys.ORDER);
+    return at >= 0 ? at : -at - 1;
+  }
+
+  /** A view of the entries as they are now: later applies replace the arrays, never change them. */
+  Entries entries() {
+    return new Entries(keys, values, size);
+  }
+
+  /** The mirror's entries at one moment, by position. */
+  record Entries(byte[][] keys, byte[][] values, int size) {}
+
+  int size() {
+    return size;
+  }
+
+  long bytes() {
+    return bytes;
+  }
+
+  /** Gives the bytes back; the mirror is not used again. */
+  void release() {
+    budget.release(bytes);
+    bytes = 0;
+    keys = NONE;
+    values = NONE;
+    size = 0;
+  }
+}

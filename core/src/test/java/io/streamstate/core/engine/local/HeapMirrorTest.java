@@ -1,0 +1,321 @@
+package io.streamstate.core.engine.local;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamstate.core.ProcessResources;
+import io.streamstate.core.format.Changelog;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A store's heap mirror ({@link HeapMirror}) answers reads and scans exactly as a sorted map of the
+ * committed state does, and as RocksDB does for the same changes: from a fresh store on, after a
+ * full scan of a restored one, through deletions, re-puts and value changes; it is dropped, never
+ * left partial, when it outgrows its budget, when changes come out of order or when an apply
+ * interrupts the scan building it; and every byte it charged is given back.
+ */
+class HeapMirrorTest {
+  private static final String FAMILY = LocalDb.DEFAULT_FAMILY;
+
+  @TempDir Path tmp;
+  private ProcessResources resources;
+  private final List<AutoCloseable> toClose = new ArrayList<>();
+
+  @BeforeEach
+  void start() {
+    resources = new ProcessResources("test");
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    for (int i = toClose.size() - 1; i >= 0; i--) {
+      toClose.get(i).close();
+    }
+    resources.close();
+  }
+
+  private RocksDbMemoryBudget budget(long heapMirrorBytes) {
+    RocksDbMemoryBudget budget = new RocksDbMemoryBudget(16L << 20, heapMirrorBytes);
+    toClose.add(budget);
+    return budget;
+  }
+
+  private LocalDb open(String name, Path dir, RocksDbMemoryBudget budget) {
+    LocalDb db =
+        LocalDb.open(
+            name, dir, budget, OpenDatabases.of(resources), LocalSpace.unmanaged(name, tmp));
+    toClose.add(db);
+    return db;
+  }
+
+  private static byte[] key(int i) {
+    // Little-endian, as Spark's UnsafeRow keys: the byte order is not the numeric order.
+    return ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(i).array();
+  }
+
+  private static byte[] value(int i, int version) {
+    // Lengths vary: a value change charges or gives back bytes.
+    return ByteBuffer.allocate(4 + (i + version) % 13).putInt(i * 31 + version).array();
+  }
+
+  /** Random puts (new keys, re-puts) and deletes of keys below {@code range}, in key order. */
+  private static List<Changelog.Change> changes(Random random, int version, int count, int range) {
+    TreeMap<byte[], byte[]> batch = new TreeMap<>(Arrays::compareUnsigned);
+    for (int n = 0; n < count; n++) {
+      int i = random.nextInt(range);
+      batch.put(key(i), random.nextInt(4) == 0 ? null : value(i, version));
+    }
+    List<Changelog.Change> changes = new ArrayList<>();
+    batch.forEach((k, v) -> changes.add(new Changelog.Change(k, v)));
+    return changes;
+  }
+
+  private static Changelog changelog(int version, List<Changelog.Change> changes) {
+    return new Changelog(
+        version,
+        version,
+        version - 1,
+        List.of(),
+        List.of(new Changelog.FamilyChanges(FAMILY, changes)));
+  }
+
+  private static void applyToModel(TreeMap<byte[], byte[]> model, List<Changelog.Change> changes) {
+    for (Changelog.Change c : changes) {
+      if (c.isDelete()) {
+        model.remove(c.key());
+      } else {
+        model.put(c.key(), c.value());
+      }
+    }
+  }
+
+  /**
+   * Every read path of {@code db} against the model: point reads, existence, scans from anywhere.
+   */
+  private static void assertAnswersAs(LocalDb db, TreeMap<byte[], byte[]> model, Random random) {
+    for (int i = -5; i < 3_100; i++) {
+      byte[] k = key(i);
+      assertThat(db.get(FAMILY, k)).as("get %d", i).isEqualTo(model.get(k));
+      assertThat(db.exists(FAMILY, k)).as("exists %d", i).isEqualTo(model.containsKey(k));
+      if (model.containsKey(k)) {
+        assertThat(db.mightContain(FAMILY, k)).as("mightContain %d", i).isTrue();
+      }
+    }
+    assertThat(scan(db, null)).containsExactlyElementsOf(entries(model, null));
+    for (int n = 0; n < 20; n++) {
+      byte[] from = key(random.nextInt(3_200) - 50);
+      assertThat(scan(db, from))
+          .as("scan from %s", Arrays.toString(from))
+          .containsExactlyElementsOf(entries(model, from));
+    }
+  }
+
+  private static List<String> scan(LocalDb db, byte[] from) {
+    List<String> seen = new ArrayList<>();
+    try (LocalDb.Cursor c = db.newIterator(FAMILY, from)) {
+      while (c.isValid()) {
+        seen.add(Arrays.toString(c.key()) + "=" + Arrays.toString(c.value()));
+        c.next();
+      }
+    }
+    return seen;
+  }
+
+  private static List<String> entries(TreeMap<byte[], byte[]> model, byte[] from) {
+    List<String> all = new ArrayList<>();
+    for (Map.Entry<byte[], byte[]> e :
+        (from == null ? model : model.tailMap(from, true)).entrySet()) {
+      all.add(Arrays.toString(e.getKey()) + "=" + Arrays.toString(e.getValue()));
+    }
+    return all;
+  }
+
+  private static long bytesOf(TreeMap<byte[], byte[]> model) {
+    long bytes = 0;
+    for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
+      bytes += HeapMirror.entryBytes(e.getKey(), e.getValue());
+    }
+    return bytes;
+  }
+
+  @Test
+  void aFreshStoreIsMirroredAndAnswersAsTheModelAndAsRocksDbAlone() {
+    RocksDbMemoryBudget withMirrors = budget(64L << 20);
+    LocalDb mirrored = open("m", tmp.resolve("m"), withMirrors);
+    LocalDb rocksOnly = open("r", tmp.resolve("r"), budget(0));
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(7);
+    for (int version = 1; version <= 12; version++) {
+      List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
+      mirrored.apply(changelog(version, changes));
+      rocksOnly.apply(changelog(version, changes));
+      applyToModel(model, changes);
+      assertThat(mirrored.mirrored(FAMILY)).isTrue();
+      assertThat(rocksOnly.mirrored(FAMILY)).isFalse();
+      assertAnswersAs(mirrored, model, random);
+      assertAnswersAs(rocksOnly, model, random);
+      assertThat(mirrored.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
+      assertThat(withMirrors.heapMirrors().usedBytes()).isEqualTo(bytesOf(model));
+    }
+    mirrored.close();
+    assertThat(withMirrors.heapMirrors().usedBytes()).as("given back on close").isZero();
+  }
+
+  @Test
+  void aCursorReadsTheVersionItWasMadeOnAsRocksDbDoes() {
+    LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
+    Random random = new Random(11);
+    List<Changelog.Change> first = changes(random, 1, 2_000, 3_000);
+    db.apply(changelog(1, first));
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    applyToModel(model, first);
+    List<String> seen = new ArrayList<>();
+    try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
+      for (int n = 0; n < 100; n++) {
+        seen.add(Arrays.toString(c.key()) + "=" + Arrays.toString(c.value()));
+        c.next();
+      }
+      db.apply(changelog(2, changes(random, 2, 2_000, 3_000))); // while the cursor is open
+      while (c.isValid()) {
+        seen.add(Arrays.toString(c.key()) + "=" + Arrays.toString(c.value()));
+        c.next();
+      }
+    }
+    assertThat(seen).containsExactlyElementsOf(entries(model, null));
+  }
+
+  @Test
+  void aRestoredStoreIsMirroredByAFullScanThatNoApplyInterrupted() {
+    RocksDbMemoryBudget budget = budget(64L << 20);
+    LocalDb writer = open("w", tmp.resolve("w"), budget(0));
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(13);
+    for (int version = 1; version <= 3; version++) {
+      List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
+      writer.apply(changelog(version, changes));
+      applyToModel(model, changes);
+    }
+    writer.checkpoint(tmp.resolve("restored"));
+    LocalDb db = open("m", tmp.resolve("restored"), budget);
+    assertThat(db.mirrored(FAMILY)).as("restored: not until a full scan").isFalse();
+
+    // A scan closed part way: nothing kept, every byte given back.
+    try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
+      for (int n = 0; n < 500; n++) {
+        c.next();
+      }
+      assertThat(budget.heapMirrors().usedBytes()).as("charged while building").isPositive();
+    }
+    assertThat(db.mirrored(FAMILY)).isFalse();
+    assertThat(budget.heapMirrors().usedBytes()).isZero();
+
+    // A full scan an apply interrupted: not complete, not kept.
+    List<Changelog.Change> fourth = changes(random, 4, 1_500, 3_000);
+    try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
+      c.next();
+      db.apply(changelog(4, fourth));
+      while (c.isValid()) {
+        c.next();
+      }
+    }
+    applyToModel(model, fourth);
+    assertThat(db.mirrored(FAMILY)).isFalse();
+    assertThat(budget.heapMirrors().usedBytes()).isZero();
+
+    // A scan from a key past the start is not a full scan either.
+    try (LocalDb.Cursor c = db.newIterator(FAMILY, key(1_000))) {
+      while (c.isValid()) {
+        c.next();
+      }
+    }
+    assertThat(db.mirrored(FAMILY)).isFalse();
+
+    assertThat(scan(db, null)).containsExactlyElementsOf(entries(model, null));
+    assertThat(db.mirrored(FAMILY)).as("after a full scan").isTrue();
+    assertThat(db.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
+    for (int version = 5; version <= 8; version++) {
+      List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
+      db.apply(changelog(version, changes));
+      applyToModel(model, changes);
+      assertAnswersAs(db, model, random);
+    }
+    assertThat(db.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
+  }
+
+  @Test
+  void aMirrorThatOutgrowsItsBudgetIsDroppedAndReadsStayRight() {
+    RocksDbMemoryBudget budget = budget(100_000); // about 1,500 entries
+    LocalDb db = open("m", tmp.resolve("m"), budget);
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(17);
+    List<Changelog.Change> small = changes(random, 1, 500, 3_000);
+    db.apply(changelog(1, small));
+    applyToModel(model, small);
+    assertThat(db.mirrored(FAMILY)).isTrue();
+    assertThat(budget.heapMirrors().usedBytes()).isEqualTo(bytesOf(model));
+    for (int version = 2; version <= 5; version++) {
+      List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
+      db.apply(changelog(version, changes));
+      applyToModel(model, changes);
+    }
+    assertThat(bytesOf(model)).isGreaterThan(100_000);
+    assertThat(db.mirrored(FAMILY)).isFalse();
+    assertThat(budget.heapMirrors().usedBytes()).as("given back when dropped").isZero();
+    assertAnswersAs(db, model, random);
+    assertThat(db.mirrored(FAMILY)).as("a full scan that does not fit keeps none").isFalse();
+    assertThat(budget.heapMirrors().usedBytes()).isZero();
+  }
+
+  @Test
+  void changesOutOfOrderDropTheMirrorAndRocksDbStillHasThem() {
+    LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(19);
+    List<Changelog.Change> first = changes(random, 1, 1_000, 3_000);
+    db.apply(changelog(1, first));
+    applyToModel(model, first);
+    List<Changelog.Change> unordered = new ArrayList<>(changes(random, 2, 1_000, 3_000));
+    java.util.Collections.reverse(unordered);
+    db.apply(changelog(2, unordered));
+    applyToModel(model, unordered);
+    assertThat(db.mirrored(FAMILY)).isFalse();
+    assertAnswersAs(db, model, random);
+  }
+
+  @Test
+  void aNewFamilyStartsMirroredAndADroppedOneGivesItsBytesBack() {
+    RocksDbMemoryBudget budget = budget(64L << 20);
+    LocalDb db = open("m", tmp.resolve("m"), budget);
+    db.apply(
+        new Changelog(
+            1,
+            1,
+            0,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "extra")),
+            List.of(
+                new Changelog.FamilyChanges(
+                    "extra", List.of(new Changelog.Change(key(1), value(1, 1)))))));
+    assertThat(db.mirrored("extra")).isTrue();
+    assertThat(db.get("extra", key(1))).isEqualTo(value(1, 1));
+    assertThat(budget.heapMirrors().usedBytes()).isPositive();
+    db.apply(
+        new Changelog(
+            2,
+            2,
+            1,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.DROP, "extra")),
+            List.of()));
+    assertThat(db.mirrored("extra")).isFalse();
+    assertThat(budget.heapMirrors().usedBytes()).isZero();
+  }
+}
