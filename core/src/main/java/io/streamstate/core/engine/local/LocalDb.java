@@ -92,6 +92,15 @@ public final class LocalDb implements AutoCloseable {
 
   private final HeapMirrorBudget mirrorBudget;
 
+  /**
+   * Per family that did not fit its mirror: full scans still to pass before the next try, and how
+   * many the next miss lets pass (doubling, at most {@link #MAX_MIRROR_RETRY_SCANS}): a large
+   * store's every eviction scan would otherwise copy a mirror's worth of entries and drop them.
+   */
+  private final Map<String, int[]> mirrorRetries = new HashMap<>();
+
+  private static final int MAX_MIRROR_RETRY_SCANS = 64;
+
   /** Where filter rebuilds scan: the compaction pool's threads, or a test's executor. */
   private Executor backgroundExecutor = CompactionPool.EXECUTOR;
 
@@ -383,6 +392,22 @@ public final class LocalDb implements AutoCloseable {
     return mirror == null ? -1 : mirror.bytes();
   }
 
+  /** Whether a full scan of {@code family} may build a mirror now (see {@link #mirrorRetries}). */
+  private boolean mayTryMirror(String family) {
+    int[] retry = mirrorRetries.get(family);
+    if (retry == null || retry[0] == 0) {
+      return true;
+    }
+    retry[0]--;
+    return false;
+  }
+
+  private void mirrorDidNotFit(String family) {
+    int[] retry = mirrorRetries.computeIfAbsent(family, f -> new int[2]);
+    retry[1] = Math.min(MAX_MIRROR_RETRY_SCANS, Math.max(1, retry[1] * 2));
+    retry[0] = retry[1];
+  }
+
   private void startEmptyMirror(String family) {
     if (mirrorBudget.enabled()) {
       mirrors.put(family, new HeapMirror(mirrorBudget));
@@ -469,7 +494,7 @@ public final class LocalDb implements AutoCloseable {
       this.family = family;
       this.appliesAtStart = appliesAtStart;
       this.mirror =
-          mirrorBudget.enabled() && !mirrors.containsKey(family)
+          mirrorBudget.enabled() && !mirrors.containsKey(family) && mayTryMirror(family)
               ? new HeapMirror(mirrorBudget)
               : null;
     }
@@ -495,6 +520,7 @@ public final class LocalDb implements AutoCloseable {
       }
       if (mirror != null && !mirror.append(key, value)) {
         abandonMirror();
+        mirrorDidNotFit(family);
       }
       return hashing || mirror != null;
     }
@@ -507,6 +533,7 @@ public final class LocalDb implements AutoCloseable {
       }
       if (complete && mirror != null && !mirrors.containsKey(family)) {
         mirrors.put(family, mirror);
+        mirrorRetries.remove(family);
         mirror = null;
       }
       abandonMirror();
@@ -668,6 +695,7 @@ public final class LocalDb implements AutoCloseable {
         HeapMirror mirror = mirrors.get(fc.family());
         if (mirror != null && !mirror.apply(fc.changes())) {
           dropMirror(fc.family()); // outgrew the budget: RocksDB alone from now on
+          mirrorDidNotFit(fc.family());
         }
         for (Changelog.Change c : fc.changes()) {
           if (batch.bytes() >= writeBufferBytes) {

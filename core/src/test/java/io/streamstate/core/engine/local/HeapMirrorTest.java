@@ -271,6 +271,19 @@ class HeapMirrorTest {
     assertThat(bytesOf(model)).isGreaterThan(100_000);
     assertThat(db.mirrored(FAMILY)).isFalse();
     assertThat(budget.heapMirrors().usedBytes()).as("given back when dropped").isZero();
+    // The next full scan does not copy it again; the one after tries (and charges while it does).
+    try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
+      for (int n = 0; n < 100; n++) {
+        c.next();
+      }
+      assertThat(budget.heapMirrors().usedBytes()).as("a scan right after the drop").isZero();
+    }
+    try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
+      for (int n = 0; n < 100; n++) {
+        c.next();
+      }
+      assertThat(budget.heapMirrors().usedBytes()).as("the scan after it").isPositive();
+    }
     assertAnswersAs(db, model, random);
     assertThat(db.mirrored(FAMILY)).as("a full scan that does not fit keeps none").isFalse();
     assertThat(budget.heapMirrors().usedBytes()).isZero();
