@@ -52,9 +52,7 @@ final class FilterRebuild {
   private boolean cancelRequested;
 
   /** The scan's result: the hashes of the snapshot's keys. */
-  private long[] scanned;
-
-  private int scannedCount;
+  private KeyHashes scanned;
 
   /** Hashes of the keys put after the snapshot (the apply thread only). */
   private long[] puts = new long[256];
@@ -104,7 +102,7 @@ final class FilterRebuild {
     if (state != State.SCANNED) {
       return null;
     }
-    LiveKeyFilter filter = LiveKeyFilter.of(scanned, scannedCount, putCount);
+    LiveKeyFilter filter = scanned.filter(putCount);
     for (int i = 0; i < putCount; i++) {
       filter.addHash(puts[i]);
     }
@@ -146,23 +144,18 @@ final class FilterRebuild {
       }
       state = State.SCANNING;
     }
-    long[] hashes = new long[1024];
-    int count = 0;
+    KeyHashes keys = new KeyHashes();
     State outcome = State.FAILED;
     try (ReadOptions options = new ReadOptions().setSnapshot(snapshot).setFillCache(false);
         RocksIterator it = db.newIterator(handle, options)) {
       it.seekToFirst();
       while (it.isValid()) {
-        if (count == hashes.length) {
-          if (count >= LiveKeyFilter.MAX_KEYS) {
-            break; // too many keys for a filter: none, as for a full scan
-          }
-          hashes = Arrays.copyOf(hashes, count * 2);
-        }
-        if ((count & 0xFFFF) == 0 && cancelRequested()) {
+        if ((keys.count() & 0xFFFF) == 0 && cancelRequested()) {
           break;
         }
-        hashes[count++] = ByteKeys.hash64(it.key());
+        if (!keys.add(it.key())) {
+          break; // too many keys for a filter: none, as for a full scan
+        }
         it.next();
       }
       it.status();
@@ -176,8 +169,7 @@ final class FilterRebuild {
       db.releaseSnapshot(snapshot);
       synchronized (this) {
         state = cancelRequested ? State.CANCELLED : outcome;
-        scanned = hashes;
-        scannedCount = count;
+        scanned = keys;
         notifyAll();
       }
     }

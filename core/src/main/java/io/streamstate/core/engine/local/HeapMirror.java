@@ -35,6 +35,19 @@ final class HeapMirror {
   /** Bytes charged to the budget for this mirror. */
   private long bytes;
 
+  /** Why the last {@link #append} or {@link #apply} refused, or null. */
+  private Refusal refusal;
+
+  /** Why a mirror could not take what it was given. */
+  enum Refusal {
+    /** The family is larger than one mirror may be: it stays in RocksDB until it shrinks. */
+    FAMILY_TOO_LARGE,
+    /** The process's mirrors hold the whole budget now. */
+    BUDGET_FULL,
+    /** Keys out of order. */
+    OUT_OF_ORDER
+  }
+
   HeapMirror(HeapMirrorBudget budget) {
     this.budget = budget;
   }
@@ -58,13 +71,12 @@ final class HeapMirror {
    */
   boolean append(byte[] key, byte[] value) {
     if (size > 0 && ByteKeys.ORDER.compare(keys[size - 1], key) >= 0) {
-      return false;
+      return refuse(Refusal.OUT_OF_ORDER);
     }
     long delta = entryBytes(key, value);
-    if (!budget.tryCharge(delta, bytes)) {
+    if (!charge(delta)) {
       return false;
     }
-    bytes += delta;
     if (size == keys.length) {
       int capacity = Math.max(16, size * 2);
       keys = Arrays.copyOf(keys, capacity);
@@ -95,7 +107,7 @@ final class HeapMirror {
     for (Changelog.Change c : changes) {
       byte[] key = c.key();
       if (previous != null && ByteKeys.ORDER.compare(previous, key) >= 0) {
-        return false;
+        return refuse(Refusal.OUT_OF_ORDER);
       }
       previous = key;
       int at = search(key, i);
@@ -118,17 +130,39 @@ final class HeapMirror {
     System.arraycopy(keys, i, newKeys, n, size - i);
     System.arraycopy(values, i, newValues, n, size - i);
     n += size - i;
-    if (delta > 0 && !budget.tryCharge(delta, bytes)) {
+    if (!charge(delta)) {
       return false;
     }
-    if (delta < 0) {
-      budget.release(-delta);
-    }
-    bytes += delta;
     keys = newKeys;
     values = newValues;
     size = n;
     return true;
+  }
+
+  /** Charges {@code delta} bytes (gives back a negative one); false if the budget refuses. */
+  private boolean charge(long delta) {
+    if (delta > 0) {
+      if (bytes + delta > budget.familyCapBytes()) {
+        return refuse(Refusal.FAMILY_TOO_LARGE);
+      }
+      if (!budget.tryCharge(delta)) {
+        return refuse(Refusal.BUDGET_FULL);
+      }
+    } else if (delta < 0) {
+      budget.release(-delta);
+    }
+    bytes += delta;
+    return true;
+  }
+
+  private boolean refuse(Refusal why) {
+    refusal = why;
+    return false;
+  }
+
+  /** Why the last {@link #append} or {@link #apply} returned false. */
+  Refusal refusal() {
+    return refusal;
   }
 
   /**

@@ -30,13 +30,8 @@ public final class HeapMirrorBudget {
     return familyCapBytes > 0;
   }
 
-  /**
-   * Charges {@code delta} more bytes to a mirror holding {@code mirrorBytes}, if both caps allow.
-   */
-  boolean tryCharge(long delta, long mirrorBytes) {
-    if (mirrorBytes + delta > familyCapBytes) {
-      return false;
-    }
+  /** Charges {@code delta} more bytes, if the process's cap allows (a mirror checks its own). */
+  boolean tryCharge(long delta) {
     while (true) {
       long now = used.get();
       if (now + delta > capBytes) {

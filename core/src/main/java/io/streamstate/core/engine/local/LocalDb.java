@@ -8,7 +8,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -93,11 +92,21 @@ public final class LocalDb implements AutoCloseable {
   private final HeapMirrorBudget mirrorBudget;
 
   /**
-   * Per family that did not fit its mirror: full scans still to pass before the next try, and how
-   * many the next miss lets pass (doubling, at most {@link #MAX_MIRROR_RETRY_SCANS}): a large
-   * store's every eviction scan would otherwise copy a mirror's worth of entries and drop them.
+   * Per family that did not fit its mirror, when a full scan may try again: a large store's every
+   * eviction scan would otherwise copy a mirror's worth of entries and drop them.
    */
-  private final Map<String, int[]> mirrorRetries = new HashMap<>();
+  private final Map<String, MirrorRetry> mirrorRetries = new HashMap<>();
+
+  /** When to try to mirror a family again. */
+  private static final class MirrorRetry {
+    /** Too large: once RocksDB estimates fewer keys than the mirror held when refused; or -1. */
+    long keysWhenTooLarge = -1;
+
+    /** Otherwise (the process's budget was full): full scans to let pass, doubling each miss. */
+    int scansToSkip;
+
+    int nextSkip;
+  }
 
   private static final int MAX_MIRROR_RETRY_SCANS = 64;
 
@@ -394,18 +403,35 @@ public final class LocalDb implements AutoCloseable {
 
   /** Whether a full scan of {@code family} may build a mirror now (see {@link #mirrorRetries}). */
   private boolean mayTryMirror(String family) {
-    int[] retry = mirrorRetries.get(family);
-    if (retry == null || retry[0] == 0) {
+    MirrorRetry retry = mirrorRetries.get(family);
+    if (retry == null) {
       return true;
     }
-    retry[0]--;
+    if (retry.keysWhenTooLarge >= 0) {
+      try {
+        long keys = db.getLongProperty(families.get(family), "rocksdb.estimate-num-keys");
+        return keys < retry.keysWhenTooLarge;
+      } catch (RocksDBException e) {
+        return false;
+      }
+    }
+    if (retry.scansToSkip == 0) {
+      return true;
+    }
+    retry.scansToSkip--;
     return false;
   }
 
-  private void mirrorDidNotFit(String family) {
-    int[] retry = mirrorRetries.computeIfAbsent(family, f -> new int[2]);
-    retry[1] = Math.min(MAX_MIRROR_RETRY_SCANS, Math.max(1, retry[1] * 2));
-    retry[0] = retry[1];
+  /** {@code mirror} refused what it was given: when may a scan try again. */
+  private void mirrorDidNotFit(String family, HeapMirror mirror) {
+    MirrorRetry retry = mirrorRetries.computeIfAbsent(family, f -> new MirrorRetry());
+    if (mirror.refusal() == HeapMirror.Refusal.FAMILY_TOO_LARGE) {
+      retry.keysWhenTooLarge = mirror.size();
+    } else {
+      retry.keysWhenTooLarge = -1;
+      retry.nextSkip = Math.min(MAX_MIRROR_RETRY_SCANS, Math.max(1, retry.nextSkip * 2));
+      retry.scansToSkip = retry.nextSkip;
+    }
   }
 
   private void startEmptyMirror(String family) {
@@ -483,9 +509,9 @@ public final class LocalDb implements AutoCloseable {
   private final class FullScan {
     private final String family;
     private final long appliesAtStart;
-    private long[] hashes = new long[1024];
-    private int count;
-    private boolean hashing = true;
+
+    /** The keys passed so far, hashed; null once there are too many for a filter. */
+    private KeyHashes keys = new KeyHashes();
 
     /** The entries passed so far; null once they do not fit (or a mirror exists already). */
     private HeapMirror mirror;
@@ -506,30 +532,21 @@ public final class LocalDb implements AutoCloseable {
 
     /** False once there is nothing more to build: stop calling. */
     boolean add(byte[] key, byte[] value) {
-      if (hashing) {
-        if (count == hashes.length) {
-          if (count >= LiveKeyFilter.MAX_KEYS) {
-            hashing = false;
-          } else {
-            hashes = Arrays.copyOf(hashes, count * 2);
-          }
-        }
-        if (hashing) {
-          hashes[count++] = ByteKeys.hash64(key);
-        }
+      if (keys != null && !keys.add(key)) {
+        keys = null;
       }
       if (mirror != null && !mirror.append(key, value)) {
+        mirrorDidNotFit(family, mirror);
         abandonMirror();
-        mirrorDidNotFit(family);
       }
-      return hashing || mirror != null;
+      return keys != null || mirror != null;
     }
 
     /** The scan reached the end: every live entry was added, unless an apply ran meanwhile. */
     void finish() {
       boolean complete = !closed && applies == appliesAtStart && families.containsKey(family);
-      if (complete && hashing) {
-        liveKeyFilters.put(family, LiveKeyFilter.of(hashes, count));
+      if (complete && keys != null) {
+        liveKeyFilters.put(family, keys.filter(0));
       }
       if (complete && mirror != null && !mirrors.containsKey(family)) {
         mirrors.put(family, mirror);
@@ -663,6 +680,7 @@ public final class LocalDb implements AutoCloseable {
           cancelFilterRebuild(op.family()); // or scanning it
           liveKeyFilters.remove(op.family());
           dropMirror(op.family());
+          mirrorRetries.remove(op.family());
           ColumnFamilyHandle handle = families.remove(op.family());
           if (handle != null) {
             db.dropColumnFamily(handle);
@@ -694,8 +712,8 @@ public final class LocalDb implements AutoCloseable {
         FilterRebuild rebuild = filterRebuilds.get(fc.family());
         HeapMirror mirror = mirrors.get(fc.family());
         if (mirror != null && !mirror.apply(fc.changes())) {
+          mirrorDidNotFit(fc.family(), mirror);
           dropMirror(fc.family()); // outgrew the budget: RocksDB alone from now on
-          mirrorDidNotFit(fc.family());
         }
         for (Changelog.Change c : fc.changes()) {
           if (batch.bytes() >= writeBufferBytes) {

@@ -271,22 +271,54 @@ class HeapMirrorTest {
     assertThat(bytesOf(model)).isGreaterThan(100_000);
     assertThat(db.mirrored(FAMILY)).isFalse();
     assertThat(budget.heapMirrors().usedBytes()).as("given back when dropped").isZero();
-    // The next full scan does not copy it again; the one after tries (and charges while it does).
-    try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
-      for (int n = 0; n < 100; n++) {
-        c.next();
+    // Too large for a mirror: no full scan copies it again while RocksDB holds as many keys.
+    for (int scan = 0; scan < 5; scan++) {
+      try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
+        for (int n = 0; n < 100; n++) {
+          c.next();
+        }
+        assertThat(budget.heapMirrors().usedBytes()).as("scan %d after the drop", scan).isZero();
       }
-      assertThat(budget.heapMirrors().usedBytes()).as("a scan right after the drop").isZero();
-    }
-    try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
-      for (int n = 0; n < 100; n++) {
-        c.next();
-      }
-      assertThat(budget.heapMirrors().usedBytes()).as("the scan after it").isPositive();
     }
     assertAnswersAs(db, model, random);
     assertThat(db.mirrored(FAMILY)).as("a full scan that does not fit keeps none").isFalse();
     assertThat(budget.heapMirrors().usedBytes()).isZero();
+  }
+
+  @Test
+  void aFamilyRefusedForAFullProcessBudgetIsTriedAgainAfterTwiceAsManyScansEachTime() {
+    RocksDbMemoryBudget budget = budget(150_000); // shared; one family's cap is also 150,000
+    LocalDb first = open("a", tmp.resolve("a"), budget);
+    LocalDb second = open("b", tmp.resolve("b"), budget);
+    Random random = new Random(23);
+    first.apply(changelog(1, changes(random, 1, 1_500, 3_000)));
+    assertThat(first.mirrored(FAMILY)).isTrue();
+    long held = budget.heapMirrors().usedBytes();
+    List<Changelog.Change> changes = changes(random, 1, 3_000, 3_000);
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    applyToModel(model, changes);
+    assertThat(bytesOf(model)).isLessThan(150_000).isGreaterThan(150_000 - held);
+    second.apply(changelog(1, changes)); // fits a family, not what the process has left
+    assertThat(second.mirrored(FAMILY)).isFalse();
+    assertThat(budget.heapMirrors().usedBytes()).isEqualTo(held);
+    // A full scan that tries copies until the budget refuses: it charges while it runs.
+    List<Boolean> tried = new ArrayList<>();
+    for (int scan = 0; scan < 10; scan++) {
+      boolean charged = false;
+      try (LocalDb.Cursor c = second.newIterator(FAMILY, null)) {
+        while (c.isValid()) {
+          charged |= budget.heapMirrors().usedBytes() > held;
+          c.next();
+        }
+      }
+      tried.add(charged);
+      assertThat(budget.heapMirrors().usedBytes()).isEqualTo(held);
+    }
+    // Refused by the apply: 1 scan passes; then 2, then 4.
+    assertThat(tried)
+        .containsExactly(false, true, false, false, true, false, false, false, false, true);
+    assertThat(second.mirrored(FAMILY)).isFalse();
+    assertAnswersAs(second, model, random);
   }
 
   @Test
