@@ -19,7 +19,9 @@ import java.util.List;
  *
  * <p>Two sorted arrays, not a tree: a commit's changes come in key order, so an apply is one merge
  * (a pass over the entries, reference copies), where a tree pays a search per change; a lookup is a
- * binary search. Used under its instance's lock (applies and reads of a store never overlap).
+ * binary search. One writer at a time (a scan building it, then the applies, under its instance's
+ * lock); readers see whole versions only: each apply publishes new arrays through one volatile
+ * reference ({@link Entries}), never changes published ones.
  */
 final class HeapMirror {
   /** Heap per entry beyond its key's and value's bytes: two array headers and two references. */
@@ -28,9 +30,15 @@ final class HeapMirror {
   private static final byte[][] NONE = new byte[0][];
 
   private final HeapMirrorBudget budget;
+
+  /** The writer's arrays: those published, or, while a scan builds the mirror, growing. */
   private byte[][] keys = NONE;
+
   private byte[][] values = NONE;
   private int size;
+
+  /** What readers see: the last version applied (or built and published). */
+  private volatile Entries published = new Entries(NONE, NONE, 0);
 
   /** Bytes charged to the budget for this mirror. */
   private long bytes;
@@ -57,12 +65,16 @@ final class HeapMirror {
   }
 
   byte[] get(byte[] key) {
-    int i = Arrays.binarySearch(keys, 0, size, key, ByteKeys.ORDER);
-    return i >= 0 ? values[i] : null;
+    return published.get(key);
   }
 
   boolean contains(byte[] key) {
-    return Arrays.binarySearch(keys, 0, size, key, ByteKeys.ORDER) >= 0;
+    return published.indexOfKey(key) >= 0;
+  }
+
+  /** Makes what a scan built visible to readers, before the mirror is handed out. */
+  void publish() {
+    published = new Entries(keys, values, size);
   }
 
   /**
@@ -136,6 +148,7 @@ final class HeapMirror {
     keys = newKeys;
     values = newValues;
     size = n;
+    publish();
     return true;
   }
 
@@ -187,22 +200,32 @@ final class HeapMirror {
     return -size - 1;
   }
 
-  /** The position of the first key at or above {@code from} (null: the first). */
-  int indexOf(byte[] from) {
-    if (from == null) {
-      return 0;
-    }
-    int at = Arrays.binarySearch(keys, 0, size, from, ByteKeys.ORDER);
-    return at >= 0 ? at : -at - 1;
-  }
-
-  /** A view of the entries as they are now: later applies replace the arrays, never change them. */
+  /** The entries as last published: later applies replace the arrays, never change them. */
   Entries entries() {
-    return new Entries(keys, values, size);
+    return published;
   }
 
-  /** The mirror's entries at one moment, by position. */
-  record Entries(byte[][] keys, byte[][] values, int size) {}
+  /** The mirror's entries at one version, by position. */
+  record Entries(byte[][] keys, byte[][] values, int size) {
+    /** Where {@code key} is, as {@link Arrays#binarySearch} answers. */
+    int indexOfKey(byte[] key) {
+      return Arrays.binarySearch(keys, 0, size, key, ByteKeys.ORDER);
+    }
+
+    byte[] get(byte[] key) {
+      int i = indexOfKey(key);
+      return i >= 0 ? values[i] : null;
+    }
+
+    /** The position of the first key at or above {@code from} (null: the first). */
+    int indexOf(byte[] from) {
+      if (from == null) {
+        return 0;
+      }
+      int at = indexOfKey(from);
+      return at >= 0 ? at : -at - 1;
+    }
+  }
 
   int size() {
     return size;
@@ -219,5 +242,6 @@ final class HeapMirror {
     keys = NONE;
     values = NONE;
     size = 0;
+    publish();
   }
 }

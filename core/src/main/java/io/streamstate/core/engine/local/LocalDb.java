@@ -87,7 +87,7 @@ public final class LocalDb implements AutoCloseable {
    * Per family, its committed entries in the heap while they fit {@link #mirrorBudget} ({@link
    * HeapMirror}); absent: read from RocksDB. Changed by applies, full scans and close (the lock).
    */
-  private final Map<String, HeapMirror> mirrors = new HashMap<>();
+  private final Map<String, HeapMirror> mirrors = new ConcurrentHashMap<>();
 
   private final HeapMirrorBudget mirrorBudget;
 
@@ -480,7 +480,8 @@ public final class LocalDb implements AutoCloseable {
     }
     HeapMirror mirror = mirrors.get(family);
     if (mirror != null) {
-      return new Cursor(mirror.entries(), mirror.indexOf(from));
+      HeapMirror.Entries entries = mirror.entries();
+      return new Cursor(entries, entries.indexOf(from));
     }
     RocksIterator it = db.newIterator(handle, readOptions);
     byte[] bound = liveLowerBounds.get(family);
@@ -549,6 +550,7 @@ public final class LocalDb implements AutoCloseable {
         liveKeyFilters.put(family, keys.filter(0));
       }
       if (complete && mirror != null && !mirrors.containsKey(family)) {
+        mirror.publish();
         mirrors.put(family, mirror);
         mirrorRetries.remove(family);
         mirror = null;
