@@ -118,12 +118,14 @@ final class HeapMirror {
     byte[] previous = null;
     for (Changelog.Change c : changes) {
       byte[] key = c.key();
-      if (previous != null && ByteKeys.ORDER.compare(previous, key) >= 0) {
+      int at = search(key, i);
+      int below = at >= 0 ? at : -at - 1;
+      // Every old key from i on is above the previous change. So a key found there, or one that
+      // goes in after one of them, is above it too; only a new key going in right at i may not be.
+      if (at < 0 && below == i && previous != null && ByteKeys.ORDER.compare(previous, key) >= 0) {
         return refuse(Refusal.OUT_OF_ORDER);
       }
       previous = key;
-      int at = search(key, i);
-      int below = at >= 0 ? at : -at - 1;
       System.arraycopy(keys, i, newKeys, n, below - i);
       System.arraycopy(values, i, newValues, n, below - i);
       n += below - i;

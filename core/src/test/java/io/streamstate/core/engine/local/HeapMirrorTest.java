@@ -322,6 +322,45 @@ class HeapMirrorTest {
   }
 
   @Test
+  void everyWayOfBeingOutOfOrderIsRefusedAndLeavesTheMirrorAsItWas() {
+    // Old keys 10, 20, 30 (big-endian: byte order is numeric order here).
+    HeapMirror mirror = new HeapMirror(new HeapMirrorBudget(1 << 20, 1 << 20));
+    for (int k : new int[] {10, 20, 30}) {
+      assertThat(mirror.append(beKey(k), value(k, 0))).isTrue();
+    }
+    mirror.publish();
+    List<int[]> refused =
+        List.of(
+            new int[] {20, 20}, // the same old key twice
+            new int[] {15, 15}, // the same new key twice
+            new int[] {17, 15}, // two new keys in one gap, descending
+            new int[] {25, 20}, // a new key, then an old key below it
+            new int[] {30, 5}, // an old key, then a new key below every key
+            new int[] {40, 35}); // past the last key, descending
+    for (int[] order : refused) {
+      List<Changelog.Change> changes = new ArrayList<>();
+      for (int k : order) {
+        changes.add(new Changelog.Change(beKey(k), value(k, 1)));
+      }
+      assertThat(mirror.apply(changes)).as("%s", Arrays.toString(order)).isFalse();
+      assertThat(mirror.refusal()).isEqualTo(HeapMirror.Refusal.OUT_OF_ORDER);
+      assertThat(mirror.size()).isEqualTo(3);
+      assertThat(mirror.get(beKey(20))).isEqualTo(value(20, 0));
+    }
+    List<Changelog.Change> ascending = new ArrayList<>();
+    for (int k : new int[] {5, 15, 17, 20, 25, 35, 40}) {
+      ascending.add(new Changelog.Change(beKey(k), k == 20 ? null : value(k, 1)));
+    }
+    assertThat(mirror.apply(ascending)).isTrue();
+    assertThat(mirror.size()).isEqualTo(8);
+    assertThat(mirror.get(beKey(20))).isNull();
+  }
+
+  private static byte[] beKey(int i) {
+    return ByteBuffer.allocate(4).putInt(i).array();
+  }
+
+  @Test
   void changesOutOfOrderDropTheMirrorAndRocksDbStillHasThem() {
     LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
