@@ -10,6 +10,7 @@ import io.streamstate.core.engine.StateTransaction;
 import io.streamstate.core.engine.StoreOptions;
 import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.local.LocalSpaceLimit;
+import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.error.LocalDiskFullException;
 import io.streamstate.testkit.InMemoryStorage;
 import java.io.IOException;
@@ -154,14 +155,80 @@ class LocalDiskFullTest {
     }
   }
 
+  /**
+   * A mirrored store (every family in the heap) writes a version into RocksDB after its commit
+   * returned: a write that meets RocksDB's error state fails after the commit, which stays durable.
+   * The next load does not reuse the instance (it lacks that version): it restores from durable
+   * storage, equal to the reference, and the store goes on.
+   */
+  @Test
+  void aMirroredStoreWhoseWriteFailsAfterItsCommitRestoresAtTheNextLoad() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    try (ProcessResources resources = new ProcessResources("diskfull-mirrored");
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(64L << 20, 16L << 20)) {
+      LocalSpaceLimit limit = LocalSpaceLimit.trackForTests(resources);
+      Path local = tmp.resolve("local");
+      StoreOptions options =
+          StoreOptions.defaults().withSnapshotInterval(1_000).withInlineSstMaxBytes(0);
+      try (VersionedStore store = open(durable, resources, local, options, budget)) {
+        for (long v = 1; v <= 3; v++) {
+          commit(store, v);
+        }
+        assertThat(store.snapshotNow()).isEqualTo(3);
+        commit(store, 4);
+        limit.limitForTests(1);
+        assertThatThrownBy(store::snapshotNow).isInstanceOf(LocalDiskFullException.class);
+        long durableLoads = store.metrics().snapshot().durableLoads();
+        commit(store, 5); // durable; its RocksDB write, after the commit, fails
+        limit.liftForTests();
+        try (StateTransaction tx = store.begin(5)) {
+          assertState(tx, 5);
+        }
+        assertThat(store.metrics().snapshot().durableLoads())
+            .as("the instance that missed version 5's write was not reused")
+            .isEqualTo(durableLoads + 1);
+        commit(store, 6);
+        assertThat(store.snapshotNow()).isEqualTo(6);
+      }
+      try (VersionedStore fresh =
+          open(
+              durable,
+              resources,
+              local.resolveSibling("fresh"),
+              StoreOptions.defaults(),
+              EngineFixture.BUDGET)) {
+        for (long v = 1; v <= 6; v++) {
+          try (StateTransaction tx = fresh.begin(v)) {
+            assertState(tx, v);
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * Heap mirrors off (in {@link #runOutAndRecover}): each commit's RocksDB write is done before it
+   * returns, so the commit that meets RocksDB's error state discards the instance at once.
+   */
+  private static final RocksDbMemoryBudget NO_MIRRORS = new RocksDbMemoryBudget(64L << 20, 0);
+
   private static VersionedStore open(
       InMemoryStorage durable, ProcessResources resources, Path local, StoreOptions options) {
+    return open(durable, resources, local, options, NO_MIRRORS);
+  }
+
+  private static VersionedStore open(
+      InMemoryStorage durable,
+      ProcessResources resources,
+      Path local,
+      StoreOptions options,
+      RocksDbMemoryBudget budget) {
     return VersionedStore.builder("s", durable)
         .localDir(local)
         .localDirSetting(SETTING)
         .options(options)
         .resources(resources)
-        .memoryBudget(EngineFixture.BUDGET)
+        .memoryBudget(budget)
         .open();
   }
 

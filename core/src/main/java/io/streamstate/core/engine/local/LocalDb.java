@@ -131,6 +131,26 @@ public final class LocalDb implements AutoCloseable {
    */
   private volatile CompletableFuture<Void> compactions = CompletableFuture.completedFuture(null);
 
+  /**
+   * The RocksDB write of the last {@link #apply}, when it runs after the apply returned; done
+   * otherwise. Completes normally: a failure goes to {@link #writeFailure}.
+   */
+  private volatile CompletableFuture<Void> pendingWrite = CompletableFuture.completedFuture(null);
+
+  /** Why a write that ran after its apply returned failed; null while none did. */
+  private volatile RuntimeException writeFailure;
+
+  /**
+   * Whether an apply may leave its RocksDB write to run after it returns; the JVM property {@value
+   * #WRITES_BEFORE_APPLY_RETURNS} turns it off (a diagnostic switch, core/README).
+   */
+  private final boolean writesAfterApply = !Boolean.getBoolean(WRITES_BEFORE_APPLY_RETURNS);
+
+  static final String WRITES_BEFORE_APPLY_RETURNS = "streamstate.local.writesBeforeApplyReturns";
+
+  /** Where writes after an apply run: {@link LocalWritePool}, or a test's executor. */
+  private Executor writeExecutor = LocalWritePool.EXECUTOR;
+
   /** Set when {@link #close} begins: a compaction not yet started is skipped. */
   private volatile boolean closing;
 
@@ -233,8 +253,7 @@ public final class LocalDb implements AutoCloseable {
       families.put(names.get(i), handles.get(i));
     }
     if (fresh) {
-      liveKeyFilters.put(DEFAULT_FAMILY, LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
-      startEmptyMirror(DEFAULT_FAMILY);
+      startEmptyMirrorOrFilter(DEFAULT_FAMILY);
     } else {
       takeStoredFilters();
     }
@@ -334,6 +353,7 @@ public final class LocalDb implements AutoCloseable {
     if (mirror != null) {
       return mirror.get(key);
     }
+    awaitWrites();
     ColumnFamilyHandle handle = families.get(family);
     if (handle == null || surelyAbsent(family, key)) {
       return null;
@@ -354,6 +374,7 @@ public final class LocalDb implements AutoCloseable {
   /** A plain iterator over {@code family} with this instance's read options; null if none. */
   RocksIterator rawIterator(String family) {
     checkOpen();
+    awaitWrites();
     ColumnFamilyHandle handle = families.get(family);
     return handle == null ? null : db.newIterator(handle, readOptions);
   }
@@ -369,6 +390,7 @@ public final class LocalDb implements AutoCloseable {
     if (mirror != null) {
       return mirror.contains(key);
     }
+    awaitWrites();
     ColumnFamilyHandle handle = families.get(family);
     if (handle == null || surelyAbsent(family, key)) {
       return false;
@@ -387,7 +409,11 @@ public final class LocalDb implements AutoCloseable {
   public boolean mightContain(String family, byte[] key) {
     checkOpen();
     HeapMirror mirror = mirrors.get(family);
-    return mirror != null ? mirror.contains(key) : !surelyAbsent(family, key);
+    if (mirror != null) {
+      return mirror.contains(key);
+    }
+    awaitWrites(); // the filter is the write's to update
+    return !surelyAbsent(family, key);
   }
 
   /** Whether {@code family}'s committed entries are in the heap now ({@link HeapMirror}). */
@@ -434,10 +460,25 @@ public final class LocalDb implements AutoCloseable {
     }
   }
 
-  private void startEmptyMirror(String family) {
+  /** A new, empty family: mirrored if mirrors are on, else with an empty live-key filter. */
+  private void startEmptyMirrorOrFilter(String family) {
     if (mirrorBudget.enabled()) {
-      mirrors.put(family, new HeapMirror(mirrorBudget));
+      installMirror(family, new HeapMirror(mirrorBudget));
+    } else {
+      liveKeyFilters.put(family, LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
     }
+  }
+
+  /**
+   * Reads of {@code family} go to {@code mirror} from now on. Its live-key filter goes: the mirror
+   * answers every read itself, and keeping the filter cost a hash per put and a background scan of
+   * RocksDB each time it filled (issue 21 bench, section 20). A family whose mirror is dropped
+   * reads from RocksDB without a filter until a full scan builds one.
+   */
+  private void installMirror(String family, HeapMirror mirror) {
+    mirrors.put(family, mirror);
+    liveKeyFilters.remove(family);
+    cancelFilterRebuild(family);
   }
 
   private void dropMirror(String family) {
@@ -483,6 +524,7 @@ public final class LocalDb implements AutoCloseable {
       HeapMirror.Entries entries = mirror.entries();
       return new Cursor(entries, entries.indexOf(from));
     }
+    awaitWrites();
     RocksIterator it = db.newIterator(handle, readOptions);
     byte[] bound = liveLowerBounds.get(family);
     boolean fromNothingBelow =
@@ -546,14 +588,13 @@ public final class LocalDb implements AutoCloseable {
     /** The scan reached the end: every live entry was added, unless an apply ran meanwhile. */
     void finish() {
       boolean complete = !closed && applies == appliesAtStart && families.containsKey(family);
-      if (complete && keys != null) {
-        liveKeyFilters.put(family, keys.filter(0));
-      }
       if (complete && mirror != null && !mirrors.containsKey(family)) {
         mirror.publish();
-        mirrors.put(family, mirror);
+        installMirror(family, mirror);
         mirrorRetries.remove(family);
         mirror = null;
+      } else if (complete && keys != null && !mirrors.containsKey(family)) {
+        liveKeyFilters.put(family, keys.filter(0));
       }
       abandonMirror();
     }
@@ -659,117 +700,28 @@ public final class LocalDb implements AutoCloseable {
   }
 
   /**
-   * Applies one version's changes (families created or dropped first), in write batches of about a
-   * memtable each.
+   * Applies one version's changes: families created or dropped first, then the heap mirrors, then
+   * RocksDB, in write batches of about a memtable each.
+   *
+   * <p>When every family is mirrored after the mirrors took the changes, readers see the new
+   * version in the heap alone, so the RocksDB write runs after this returns, on {@link
+   * LocalWritePool}: a commit then waits for its durable write and the mirrors, not for memtable
+   * inserts (the larger share of a small store's commit, docs/bench/2026-12-03-issue21.md section
+   * 20). Every later use of RocksDB (the next apply, a checkpoint, a read of a family not mirrored,
+   * close) waits for it first. If it fails, the mirrors stay exact, but the instance is not {@link
+   * #usable} any more: its holder discards it and the next load restores from durable storage.
    */
   public void apply(Changelog changelog) {
     checkOpen();
+    awaitWrites();
     applies++; // before any change: a scan running now builds no filter
     try {
-      for (Changelog.FamilyOp op : changelog.familyOps()) {
-        liveLowerBounds.remove(op.family());
-        if (op.kind() == Changelog.FamilyOp.Kind.CREATE) {
-          if (!families.containsKey(op.family())) {
-            families.put(
-                op.family(),
-                db.createColumnFamily(
-                    new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
-            liveKeyFilters.put(op.family(), LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
-            startEmptyMirror(op.family());
-          }
-        } else {
-          awaitCompactions(); // one may be compacting the family whose handle this closes
-          cancelFilterRebuild(op.family()); // or scanning it
-          liveKeyFilters.remove(op.family());
-          dropMirror(op.family());
-          mirrorRetries.remove(op.family());
-          ColumnFamilyHandle handle = families.remove(op.family());
-          if (handle != null) {
-            db.dropColumnFamily(handle);
-            handle.close();
-          }
-        }
-      }
-      // A first guess of the batch's size (it grows if short), at most one piece's.
-      long initialBytes = Math.min(changelog.changeCount() * 64L, 2 * writeBufferBytes);
-      WriteBatchRep batch = new WriteBatchRep(initialBytes);
-      Map<String, Long> deletesByFamily = new LinkedHashMap<>();
-      List<String> filtersToRebuild = new ArrayList<>();
-      for (Changelog.FamilyChanges fc : changelog.changes()) {
-        ColumnFamilyHandle handle = families.get(fc.family());
-        if (handle == null) {
-          throw new StreamStateException(
-              "Changelog of version "
-                  + changelog.version()
-                  + " of store "
-                  + storeName
-                  + " writes to column family '"
-                  + fc.family()
-                  + "', which does not exist");
-        }
-        int id = handle.getID();
-        long deletes = 0;
-        byte[] bound = liveLowerBounds.get(fc.family());
-        LiveKeyFilter filter = takeRebuiltFilter(fc.family());
-        FilterRebuild rebuild = filterRebuilds.get(fc.family());
-        HeapMirror mirror = mirrors.get(fc.family());
-        if (mirror != null && !mirror.apply(fc.changes())) {
-          mirrorDidNotFit(fc.family(), mirror);
-          dropMirror(fc.family()); // outgrew the budget: RocksDB alone from now on
-        }
-        for (Changelog.Change c : fc.changes()) {
-          if (batch.bytes() >= writeBufferBytes) {
-            // A batch goes into one memtable whole, and memtables are charged to the memory
-            // budget, pinned: a commit of millions of changes (an eviction) in one batch grew the
-            // memtables past the cap (503 MB pinned at a 256 MiB cap). In pieces of a memtable's
-            // size, RocksDB switches and flushes between them. Not atomic: a failure part way is
-            // the local instance's end (the commit discards it, a load fails), never a partial
-            // state that is read.
-            write(batch);
-            batch = new WriteBatchRep(initialBytes);
-          }
-          if (c.isDelete()) {
-            batch.delete(id, c.key());
-            deletes++;
-          } else {
-            batch.put(id, c.key(), c.value());
-            if (filter != null || rebuild != null) {
-              long hash = ByteKeys.hash64(c.key());
-              if (filter != null) {
-                filter.addHash(hash);
-              }
-              if (rebuild != null) {
-                rebuild.addPut(hash);
-              }
-            }
-            if (bound != null && ByteKeys.ORDER.compare(c.key(), bound) < 0) {
-              bound = c.key().clone();
-            }
-          }
-        }
-        if (bound != null) {
-          liveLowerBounds.put(fc.family(), bound);
-        }
-        if (filter != null && rebuild == null && filter.stale()) {
-          filtersToRebuild.add(fc.family()); // once this version is written
-        }
-        if (filter != null && filter.saturated()) {
-          liveKeyFilters.remove(fc.family()); // until a scan builds a larger one
-        }
-        deletesByFamily.merge(fc.family(), deletes, Long::sum);
-      }
-      write(batch);
-      for (String family : filtersToRebuild) {
-        filterRebuilds.put(
-            family,
-            FilterRebuild.start(
-                db,
-                families.get(family),
-                "column family '" + family + "' of store " + storeName,
-                backgroundExecutor));
-      }
-      for (Map.Entry<String, Long> e : deletesByFamily.entrySet()) {
-        compactAfterDeletes(e.getKey(), e.getValue(), changelog.version());
+      applyFamilyOps(changelog);
+      applyToMirrors(changelog);
+      if (writesAfterApply && everyFamilyMirrored()) {
+        pendingWrite = CompletableFuture.runAsync(() -> writeAfterApply(changelog), writeExecutor);
+      } else {
+        writeChanges(changelog);
       }
     } catch (RocksDBException e) {
       dropAllMirrors(); // applied in part: the instance is discarded next
@@ -777,6 +729,181 @@ public final class LocalDb implements AutoCloseable {
     } catch (RuntimeException | Error e) {
       dropAllMirrors();
       throw e;
+    }
+  }
+
+  private void applyFamilyOps(Changelog changelog) throws RocksDBException {
+    for (Changelog.FamilyOp op : changelog.familyOps()) {
+      liveLowerBounds.remove(op.family());
+      if (op.kind() == Changelog.FamilyOp.Kind.CREATE) {
+        if (!families.containsKey(op.family())) {
+          families.put(
+              op.family(),
+              db.createColumnFamily(new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
+          startEmptyMirrorOrFilter(op.family());
+        }
+      } else {
+        awaitCompactions(); // one may be compacting the family whose handle this closes
+        cancelFilterRebuild(op.family()); // or scanning it
+        liveKeyFilters.remove(op.family());
+        dropMirror(op.family());
+        mirrorRetries.remove(op.family());
+        ColumnFamilyHandle handle = families.remove(op.family());
+        if (handle != null) {
+          db.dropColumnFamily(handle);
+          handle.close();
+        }
+      }
+    }
+  }
+
+  /** Merges each family's changes into its mirror; a mirror they do not fit is dropped. */
+  private void applyToMirrors(Changelog changelog) {
+    for (Changelog.FamilyChanges fc : changelog.changes()) {
+      if (!families.containsKey(fc.family())) {
+        throw new StreamStateException(
+            "Changelog of version "
+                + changelog.version()
+                + " of store "
+                + storeName
+                + " writes to column family '"
+                + fc.family()
+                + "', which does not exist");
+      }
+      HeapMirror mirror = mirrors.get(fc.family());
+      if (mirror != null && !mirror.apply(fc.changes())) {
+        mirrorDidNotFit(fc.family(), mirror);
+        dropMirror(fc.family()); // outgrew the budget: RocksDB alone from now on
+      }
+    }
+  }
+
+  private boolean everyFamilyMirrored() {
+    return mirrors.keySet().containsAll(families.keySet());
+  }
+
+  /** {@link #writeChanges} after {@link #apply} returned; a failure is kept for {@link #usable}. */
+  private void writeAfterApply(Changelog changelog) {
+    try {
+      writeChanges(changelog);
+    } catch (RocksDBException | RuntimeException | Error e) {
+      RuntimeException failure =
+          e instanceof RocksDBException r
+              ? failure("write of version " + changelog.version(), r)
+              : new StreamStateException(
+                  "Local RocksDB write of version "
+                      + changelog.version()
+                      + " failed for store "
+                      + storeName
+                      + " in "
+                      + dir
+                      + ": "
+                      + e,
+                  e);
+      LOG.warn(
+          "Store {}: version {} is durable and in the heap mirrors, but writing it to the local"
+              + " RocksDB failed; the next load restores from durable storage",
+          storeName,
+          changelog.version(),
+          e);
+      writeFailure = failure;
+    }
+  }
+
+  /**
+   * Waits for a RocksDB write that runs after its apply returned; throws if it (or an earlier one)
+   * failed.
+   */
+  private void awaitWrites() {
+    CompletableFuture<Void> write = pendingWrite;
+    if (!write.isDone()) {
+      write.join(); // completes normally: writeAfterApply keeps its failure
+    }
+    RuntimeException failed = writeFailure;
+    if (failed != null) {
+      throw new StreamStateException(
+          "Local RocksDB of store " + storeName + " in " + dir + " missed a write: " + failed,
+          failed);
+    }
+  }
+
+  /**
+   * Whether the instance holds every version it was given: waits for a RocksDB write that runs
+   * after its apply returned, and is false if one failed (the instance then lacks a version its
+   * mirrors hold, and its holder discards it). A load asks before it reuses the instance, so that a
+   * failed write is known before the next transaction, not found by a read.
+   */
+  public boolean usable() {
+    pendingWrite.join(); // completes normally
+    return writeFailure == null;
+  }
+
+  /** Writes a version's changes into RocksDB (the mirrors took them already). */
+  private void writeChanges(Changelog changelog) throws RocksDBException {
+    // A first guess of the batch's size (it grows if short), at most one piece's.
+    long initialBytes = Math.min(changelog.changeCount() * 64L, 2 * writeBufferBytes);
+    WriteBatchRep batch = new WriteBatchRep(initialBytes);
+    Map<String, Long> deletesByFamily = new LinkedHashMap<>();
+    List<String> filtersToRebuild = new ArrayList<>();
+    for (Changelog.FamilyChanges fc : changelog.changes()) {
+      int id = families.get(fc.family()).getID();
+      long deletes = 0;
+      byte[] bound = liveLowerBounds.get(fc.family());
+      LiveKeyFilter filter = takeRebuiltFilter(fc.family());
+      FilterRebuild rebuild = filterRebuilds.get(fc.family());
+      for (Changelog.Change c : fc.changes()) {
+        if (batch.bytes() >= writeBufferBytes) {
+          // A batch goes into one memtable whole, and memtables are charged to the memory
+          // budget, pinned: a commit of millions of changes (an eviction) in one batch grew the
+          // memtables past the cap (503 MB pinned at a 256 MiB cap). In pieces of a memtable's
+          // size, RocksDB switches and flushes between them. Not atomic: a failure part way is
+          // the local instance's end (the commit discards it, a load fails), never a partial
+          // state that is read.
+          write(batch);
+          batch = new WriteBatchRep(initialBytes);
+        }
+        if (c.isDelete()) {
+          batch.delete(id, c.key());
+          deletes++;
+        } else {
+          batch.put(id, c.key(), c.value());
+          if (filter != null || rebuild != null) {
+            long hash = ByteKeys.hash64(c.key());
+            if (filter != null) {
+              filter.addHash(hash);
+            }
+            if (rebuild != null) {
+              rebuild.addPut(hash);
+            }
+          }
+          if (bound != null && ByteKeys.ORDER.compare(c.key(), bound) < 0) {
+            bound = c.key().clone();
+          }
+        }
+      }
+      if (bound != null) {
+        liveLowerBounds.put(fc.family(), bound);
+      }
+      if (filter != null && rebuild == null && filter.stale()) {
+        filtersToRebuild.add(fc.family()); // once this version is written
+      }
+      if (filter != null && filter.saturated()) {
+        liveKeyFilters.remove(fc.family()); // until a scan builds a larger one
+      }
+      deletesByFamily.merge(fc.family(), deletes, Long::sum);
+    }
+    write(batch);
+    for (String family : filtersToRebuild) {
+      filterRebuilds.put(
+          family,
+          FilterRebuild.start(
+              db,
+              families.get(family),
+              "column family '" + family + "' of store " + storeName,
+              backgroundExecutor));
+    }
+    for (Map.Entry<String, Long> e : deletesByFamily.entrySet()) {
+      compactAfterDeletes(e.getKey(), e.getValue(), changelog.version());
     }
   }
 
@@ -807,6 +934,11 @@ public final class LocalDb implements AutoCloseable {
     if (rebuild != null) {
       rebuild.cancel();
     }
+  }
+
+  /** Runs the writes that follow an apply on {@code executor} from now on (tests). */
+  void writeExecutor(Executor executor) {
+    this.writeExecutor = executor;
   }
 
   /** Runs filter rebuilds' scans on {@code executor} from now on (tests). */
@@ -884,11 +1016,13 @@ public final class LocalDb implements AutoCloseable {
    * are none); never exceptionally.
    */
   public CompletableFuture<Void> compactionsDone() {
-    return compactions;
+    CompletableFuture<Void> write = pendingWrite; // it may start one
+    return write.isDone() ? compactions : write.thenCompose(v -> compactions);
   }
 
   /** Waits until the compactions after large deletes started so far have ended. */
   public void awaitCompactions() {
+    pendingWrite.join(); // it may start one; completes normally
     CompletableFuture<Void> running;
     do {
       running = compactions;
@@ -912,6 +1046,7 @@ public final class LocalDb implements AutoCloseable {
   /** Flushes memtables and writes a checkpoint (hard links where possible) to {@code target}. */
   public void checkpoint(Path target) {
     checkOpen();
+    awaitWrites();
     try (FlushOptions flush = new FlushOptions().setWaitForFlush(true);
         Checkpoint checkpoint = Checkpoint.create(db)) {
       db.flush(flush, new ArrayList<>(families.values()));
@@ -923,6 +1058,10 @@ public final class LocalDb implements AutoCloseable {
     Map<String, LiveKeyFilter> filters = new LinkedHashMap<>();
     for (String family : families.keySet()) {
       LiveKeyFilter filter = liveKeyFilters.get(family);
+      HeapMirror mirror = mirrors.get(family);
+      if (filter == null && mirror != null) {
+        filter = filterOf(mirror.entries()); // a restore has no mirror, but can have this
+      }
       if (filter != null) {
         filters.put(family, filter);
       }
@@ -941,12 +1080,30 @@ public final class LocalDb implements AutoCloseable {
     }
   }
 
+  /** A live-key filter of a mirror's keys; null if there are more than a filter holds. */
+  private static LiveKeyFilter filterOf(HeapMirror.Entries entries) {
+    KeyHashes keys = new KeyHashes();
+    byte[][] k = entries.keys();
+    for (int i = 0; i < entries.size(); i++) {
+      if (!keys.add(k[i])) {
+        return null;
+      }
+    }
+    return keys.filter(0);
+  }
+
+  /** Keys in all families: exact for a mirrored family, RocksDB's estimate for the others. */
   public long estimateKeys() {
     checkOpen();
     long n = 0;
     try {
-      for (ColumnFamilyHandle h : families.values()) {
-        n += db.getLongProperty(h, "rocksdb.estimate-num-keys");
+      for (Map.Entry<String, ColumnFamilyHandle> e : families.entrySet()) {
+        HeapMirror mirror = mirrors.get(e.getKey());
+        // A mirrored family's RocksDB may not have the last version yet (see apply).
+        n +=
+            mirror != null
+                ? mirror.entries().size()
+                : db.getLongProperty(e.getValue(), "rocksdb.estimate-num-keys");
       }
     } catch (RocksDBException e) {
       throw failure("read properties", e);
@@ -1002,7 +1159,8 @@ public final class LocalDb implements AutoCloseable {
       return;
     }
     closing = true;
-    awaitCompactions(); // a running one uses the handles closed below
+    pendingWrite.join(); // uses the handles closed below; completes normally
+    awaitCompactions(); // as does a running compaction
     for (String family : new ArrayList<>(filterRebuilds.keySet())) {
       cancelFilterRebuild(family); // as does a rebuild's scan, and its snapshot
     }

@@ -136,7 +136,7 @@ public final class LocalInstance {
 
   /** Whether the instance holds {@code version}. */
   public boolean holds(long version) {
-    return db != null && this.version == version;
+    return db != null && this.version == version && db.usable();
   }
 
   /** Whether the instance holds commit {@code commitId} of {@code version}. */

@@ -402,4 +402,103 @@ class HeapMirrorTest {
     assertThat(db.mirrored("extra")).isFalse();
     assertThat(budget.heapMirrors().usedBytes()).isZero();
   }
+
+  /** Holds the tasks it is given until {@link #release}, which runs them in order. */
+  private static final class HeldWrites implements java.util.concurrent.Executor {
+    private final List<Runnable> held = new ArrayList<>();
+
+    @Override
+    public synchronized void execute(Runnable task) {
+      held.add(task);
+    }
+
+    synchronized int held() {
+      return held.size();
+    }
+
+    void release() {
+      List<Runnable> tasks;
+      synchronized (this) {
+        tasks = new ArrayList<>(held);
+        held.clear();
+      }
+      tasks.forEach(Runnable::run);
+    }
+  }
+
+  /** Releases {@code writes} once {@code waiter} waits (on the write it holds, if all is right). */
+  private static Thread releaseWhenWaiting(Thread waiter, HeldWrites writes) {
+    Thread releaser =
+        new Thread(
+            () -> {
+              while (waiter.getState() != Thread.State.WAITING) {
+                Thread.onSpinWait();
+              }
+              writes.release();
+            });
+    releaser.start();
+    return releaser;
+  }
+
+  @Test
+  void aMirroredStoresApplyReturnsBeforeItsRocksDbWriteAndACheckpointWaitsForIt() throws Exception {
+    LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
+    HeldWrites writes = new HeldWrites();
+    db.writeExecutor(writes);
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(11);
+    List<Changelog.Change> first = changes(random, 1, 2_000, 3_000);
+    db.apply(changelog(1, first));
+    applyToModel(model, first);
+    assertThat(writes.held()).as("RocksDB's write waits, the apply returned").isEqualTo(1);
+    assertAnswersAs(db, model, random); // from the mirror alone
+    assertThat(db.estimateKeys()).isEqualTo(model.size());
+
+    // The next apply writes after the held one, and a checkpoint has both.
+    Thread releaser = releaseWhenWaiting(Thread.currentThread(), writes);
+    List<Changelog.Change> second = changes(random, 2, 2_000, 3_000);
+    db.apply(changelog(2, second));
+    releaser.join();
+    applyToModel(model, second);
+    releaser = releaseWhenWaiting(Thread.currentThread(), writes);
+    Path checkpoint = tmp.resolve("checkpoint");
+    db.checkpoint(checkpoint);
+    releaser.join();
+    assertThat(writes.held()).isZero();
+    LocalDb restored = open("r", checkpoint, budget(0));
+    assertAnswersAs(restored, model, random);
+    assertThat(restored.hasLiveKeyFilter(FAMILY))
+        .as("the checkpoint carries a filter made from the mirror's keys")
+        .isTrue();
+  }
+
+  @Test
+  void aStoreWithAFamilyNotMirroredWritesBeforeItsApplyReturns() {
+    // Room for the first version's mirror, not the second's.
+    LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
+    HeldWrites writes = new HeldWrites();
+    db.writeExecutor(writes);
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(13);
+    db.apply(
+        new Changelog(
+            1,
+            1,
+            0,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "extra")),
+            List.of(
+                new Changelog.FamilyChanges(
+                    "extra", List.of(new Changelog.Change(key(1), value(1, 1)))))));
+    assertThat(writes.held()).isEqualTo(1);
+    writes.release();
+    // Out of order: the default family's mirror goes, so the apply writes before it returns.
+    List<Changelog.Change> reversed = new ArrayList<>(changes(random, 2, 500, 3_000));
+    java.util.Collections.reverse(reversed);
+    db.apply(changelog(2, reversed));
+    applyToModel(model, reversed);
+    assertThat(db.mirrored(FAMILY)).isFalse();
+    assertThat(db.mirrored("extra")).isTrue();
+    assertThat(writes.held()).as("written before the apply returned").isZero();
+    assertAnswersAs(db, model, random);
+  }
 }
