@@ -104,7 +104,17 @@ public final class ProcessMetrics {
         "memoryPinnedBytes",
         "bytes of the cache eviction cannot free now: blocks held by readers (open iterators)"
             + " and other pinned entries (about 1 MiB seen with no store open)"),
-    OPEN_INSTANCES(Kind.GAUGE, "openInstances", "RocksDB instances open (one per loaded store)");
+    OPEN_INSTANCES(Kind.GAUGE, "openInstances", "RocksDB instances open (one per loaded store)"),
+    HEAP_MIRROR_CAP_BYTES(
+        Kind.GAUGE,
+        "heapMirrorCapBytes",
+        "the JVM heap the process's heap mirrors may hold (heapMirrorBytes); 0 before the first"
+            + " store opens or with mirrors off"),
+    HEAP_MIRROR_BYTES(
+        Kind.GAUGE,
+        "heapMirrorBytes",
+        "JVM heap held by heap mirrors now: small stores' committed entries, 48 bytes an entry"
+            + " over its key and value");
 
     private final Kind kind;
     private final String metricName;
@@ -194,6 +204,8 @@ public final class ProcessMetrics {
       case MEMORY_USED_BYTES -> budgetFigure(RocksDbMemoryBudget::usedBytes);
       case MEMORY_PINNED_BYTES -> budgetFigure(RocksDbMemoryBudget::pinnedBytes);
       case OPEN_INSTANCES -> resources == null ? 0 : OpenDatabases.of(resources).count();
+      case HEAP_MIRROR_CAP_BYTES -> budgetFigure(b -> b.heapMirrors().capBytes());
+      case HEAP_MIRROR_BYTES -> budgetFigure(b -> b.heapMirrors().usedBytes());
       default -> counts.get(metric).sum();
     };
   }

@@ -103,6 +103,13 @@ class ProcessMetricsTest {
       assertThat(metrics.read(Metric.JOURNAL_APPENDS_IN_FLIGHT)).isZero();
       assertThat(metrics.read(Metric.OPEN_INSTANCES)).isEqualTo(2);
       assertThat(metrics.read(Metric.MEMORY_USED_BYTES)).isPositive();
+      assertThat(metrics.read(Metric.HEAP_MIRROR_CAP_BYTES))
+          .isEqualTo(budget.heapMirrors().capBytes())
+          .isPositive();
+      assertThat(metrics.read(Metric.HEAP_MIRROR_BYTES))
+          .as("two small stores, mirrored")
+          .isEqualTo(budget.heapMirrors().usedBytes())
+          .isPositive();
       assertThat(metrics.read(Metric.COMMITS))
           .as("the stores' own counts, summed")
           .isEqualTo(a.metrics().snapshot().commits() + b.metrics().snapshot().commits());
@@ -120,6 +127,9 @@ class ProcessMetricsTest {
     } finally {
       a.close();
       b.close();
+      assertThat(budget.heapMirrors().usedBytes())
+          .as("closed stores give their mirrors back")
+          .isZero();
       budget.close(); // the process's budget outlives its owner; this test's dies with it
     }
     assertThat(metrics.read(Metric.OPEN_INSTANCES)).isZero();

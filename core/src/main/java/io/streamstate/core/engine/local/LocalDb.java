@@ -8,7 +8,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -84,31 +83,10 @@ public final class LocalDb implements AutoCloseable {
   private final Map<String, FilterRebuild> filterRebuilds = new LinkedHashMap<>();
 
   /**
-   * Per family, its committed entries in the heap while they fit {@link #mirrorBudget} ({@link
-   * HeapMirror}); absent: read from RocksDB. Changed by applies, full scans and close (the lock).
+   * Per family, its committed entries in the heap while they fit the budget ({@link HeapMirror});
+   * absent: read from RocksDB. Changed by applies, full scans and close (the lock).
    */
-  private final Map<String, HeapMirror> mirrors = new ConcurrentHashMap<>();
-
-  private final HeapMirrorBudget mirrorBudget;
-
-  /**
-   * Per family that did not fit its mirror, when a full scan may try again: a large store's every
-   * eviction scan would otherwise copy a mirror's worth of entries and drop them.
-   */
-  private final Map<String, MirrorRetry> mirrorRetries = new HashMap<>();
-
-  /** When to try to mirror a family again. */
-  private static final class MirrorRetry {
-    /** Too large: once RocksDB estimates fewer keys than the mirror held when refused; or -1. */
-    long keysWhenTooLarge = -1;
-
-    /** Otherwise (the process's budget was full): full scans to let pass, doubling each miss. */
-    int scansToSkip;
-
-    int nextSkip;
-  }
-
-  private static final int MAX_MIRROR_RETRY_SCANS = 64;
+  private final FamilyMirrors mirrors;
 
   /** Where filter rebuilds scan: the compaction pool's threads, or a test's executor. */
   private Executor backgroundExecutor = CompactionPool.EXECUTOR;
@@ -179,7 +157,7 @@ public final class LocalDb implements AutoCloseable {
     this.space = space;
     this.storeName = storeName;
     this.dir = dir;
-    this.mirrorBudget = budget.heapMirrors();
+    this.mirrors = new FamilyMirrors(budget.heapMirrors());
     this.dbOptions =
         new DBOptions()
             .setCreateIfMissing(true)
@@ -418,7 +396,7 @@ public final class LocalDb implements AutoCloseable {
 
   /** Whether {@code family}'s committed entries are in the heap now ({@link HeapMirror}). */
   boolean mirrored(String family) {
-    return mirrors.containsKey(family);
+    return mirrors.get(family) != null;
   }
 
   /** Bytes of {@code family}'s heap mirror, or -1 when it has none (tests). */
@@ -427,43 +405,11 @@ public final class LocalDb implements AutoCloseable {
     return mirror == null ? -1 : mirror.bytes();
   }
 
-  /** Whether a full scan of {@code family} may build a mirror now (see {@link #mirrorRetries}). */
-  private boolean mayTryMirror(String family) {
-    MirrorRetry retry = mirrorRetries.get(family);
-    if (retry == null) {
-      return true;
-    }
-    if (retry.keysWhenTooLarge >= 0) {
-      try {
-        long keys = db.getLongProperty(families.get(family), "rocksdb.estimate-num-keys");
-        return keys < retry.keysWhenTooLarge;
-      } catch (RocksDBException e) {
-        return false;
-      }
-    }
-    if (retry.scansToSkip == 0) {
-      return true;
-    }
-    retry.scansToSkip--;
-    return false;
-  }
-
-  /** {@code mirror} refused what it was given: when may a scan try again. */
-  private void mirrorDidNotFit(String family, HeapMirror mirror) {
-    MirrorRetry retry = mirrorRetries.computeIfAbsent(family, f -> new MirrorRetry());
-    if (mirror.refusal() == HeapMirror.Refusal.FAMILY_TOO_LARGE) {
-      retry.keysWhenTooLarge = mirror.size();
-    } else {
-      retry.keysWhenTooLarge = -1;
-      retry.nextSkip = Math.min(MAX_MIRROR_RETRY_SCANS, Math.max(1, retry.nextSkip * 2));
-      retry.scansToSkip = retry.nextSkip;
-    }
-  }
-
   /** A new, empty family: mirrored if mirrors are on, else with an empty live-key filter. */
   private void startEmptyMirrorOrFilter(String family) {
-    if (mirrorBudget.enabled()) {
-      installMirror(family, new HeapMirror(mirrorBudget));
+    HeapMirror empty = mirrors.newEmpty();
+    if (empty != null) {
+      installMirror(family, empty);
     } else {
       liveKeyFilters.put(family, LiveKeyFilter.withCapacity(NEW_FAMILY_FILTER_KEYS));
     }
@@ -476,15 +422,17 @@ public final class LocalDb implements AutoCloseable {
    * reads from RocksDB without a filter until a full scan builds one.
    */
   private void installMirror(String family, HeapMirror mirror) {
-    mirrors.put(family, mirror);
+    mirrors.install(family, mirror);
     liveKeyFilters.remove(family);
     cancelFilterRebuild(family);
   }
 
-  private void dropMirror(String family) {
-    HeapMirror mirror = mirrors.remove(family);
-    if (mirror != null) {
-      mirror.release();
+  /** RocksDB's estimate of a family's keys; the largest long if it cannot tell. */
+  private long estimatedKeys(String family) {
+    try {
+      return db.getLongProperty(families.get(family), "rocksdb.estimate-num-keys");
+    } catch (RocksDBException e) {
+      return Long.MAX_VALUE;
     }
   }
 
@@ -562,10 +510,7 @@ public final class LocalDb implements AutoCloseable {
     FullScan(String family, long appliesAtStart) {
       this.family = family;
       this.appliesAtStart = appliesAtStart;
-      this.mirror =
-          mirrorBudget.enabled() && !mirrors.containsKey(family) && mayTryMirror(family)
-              ? new HeapMirror(mirrorBudget)
-              : null;
+      this.mirror = mirrors.forScan(family, () -> estimatedKeys(family));
     }
 
     /** Whether the scan still needs each entry's value. */
@@ -579,7 +524,7 @@ public final class LocalDb implements AutoCloseable {
         keys = null;
       }
       if (mirror != null && !mirror.append(key, value)) {
-        mirrorDidNotFit(family, mirror);
+        mirrors.refused(family, mirror);
         abandonMirror();
       }
       return keys != null || mirror != null;
@@ -588,12 +533,11 @@ public final class LocalDb implements AutoCloseable {
     /** The scan reached the end: every live entry was added, unless an apply ran meanwhile. */
     void finish() {
       boolean complete = !closed && applies == appliesAtStart && families.containsKey(family);
-      if (complete && mirror != null && !mirrors.containsKey(family)) {
+      if (complete && mirror != null && mirrors.get(family) == null) {
         mirror.publish();
         installMirror(family, mirror);
-        mirrorRetries.remove(family);
         mirror = null;
-      } else if (complete && keys != null && !mirrors.containsKey(family)) {
+      } else if (complete && keys != null && mirrors.get(family) == null) {
         liveKeyFilters.put(family, keys.filter(0));
       }
       abandonMirror();
@@ -715,6 +659,7 @@ public final class LocalDb implements AutoCloseable {
     checkOpen();
     awaitWrites();
     applies++; // before any change: a scan running now builds no filter
+    boolean applied = false;
     try {
       applyFamilyOps(changelog);
       applyToMirrors(changelog);
@@ -723,12 +668,13 @@ public final class LocalDb implements AutoCloseable {
       } else {
         writeChanges(changelog);
       }
+      applied = true;
     } catch (RocksDBException e) {
-      dropAllMirrors(); // applied in part: the instance is discarded next
       throw failure("write", e);
-    } catch (RuntimeException | Error e) {
-      dropAllMirrors();
-      throw e;
+    } finally {
+      if (!applied) {
+        mirrors.dropAll(); // applied in part: the instance is discarded next
+      }
     }
   }
 
@@ -746,8 +692,7 @@ public final class LocalDb implements AutoCloseable {
         awaitCompactions(); // one may be compacting the family whose handle this closes
         cancelFilterRebuild(op.family()); // or scanning it
         liveKeyFilters.remove(op.family());
-        dropMirror(op.family());
-        mirrorRetries.remove(op.family());
+        mirrors.forget(op.family());
         ColumnFamilyHandle handle = families.remove(op.family());
         if (handle != null) {
           db.dropColumnFamily(handle);
@@ -770,16 +715,12 @@ public final class LocalDb implements AutoCloseable {
                 + fc.family()
                 + "', which does not exist");
       }
-      HeapMirror mirror = mirrors.get(fc.family());
-      if (mirror != null && !mirror.apply(fc.changes())) {
-        mirrorDidNotFit(fc.family(), mirror);
-        dropMirror(fc.family()); // outgrew the budget: RocksDB alone from now on
-      }
+      mirrors.apply(fc.family(), fc.changes()); // one that does not fit goes: RocksDB alone
     }
   }
 
   private boolean everyFamilyMirrored() {
-    return mirrors.keySet().containsAll(families.keySet());
+    return mirrors.coverAll(families.keySet());
   }
 
   /** {@link #writeChanges} after {@link #apply} returned; a failure is kept for {@link #usable}. */
@@ -904,12 +845,6 @@ public final class LocalDb implements AutoCloseable {
     }
     for (Map.Entry<String, Long> e : deletesByFamily.entrySet()) {
       compactAfterDeletes(e.getKey(), e.getValue(), changelog.version());
-    }
-  }
-
-  private void dropAllMirrors() {
-    for (String family : new ArrayList<>(mirrors.keySet())) {
-      dropMirror(family);
     }
   }
 
@@ -1165,7 +1100,7 @@ public final class LocalDb implements AutoCloseable {
       cancelFilterRebuild(family); // as does a rebuild's scan, and its snapshot
     }
     closed = true;
-    dropAllMirrors();
+    mirrors.dropAll();
     openDatabases.remove(this);
     List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());
     families.clear();

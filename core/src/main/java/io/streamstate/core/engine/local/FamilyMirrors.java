@@ -1,0 +1,138 @@
+package io.streamstate.core.engine.local;
+
+import io.streamstate.core.format.Changelog;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+
+/**
+ * The heap mirrors of one local instance's column families ({@link HeapMirror}) and the rule for
+ * when a full scan may try again to mirror a family that did not fit. Its one user is {@link
+ * LocalDb}, which changes it at open, apply, full scan, family drop and close, under the store's
+ * lock; {@link #get} is read from any thread.
+ */
+final class FamilyMirrors {
+  /** Too large: retried once RocksDB estimates fewer keys than this; budget full: scans to skip. */
+  private static final class Retry {
+    /** Once RocksDB estimates fewer keys than the mirror held when refused; or -1. */
+    long keysWhenTooLarge = -1;
+
+    /** Otherwise (the process's budget was full): full scans to let pass, doubling each miss. */
+    int scansToSkip;
+
+    int nextSkip;
+  }
+
+  private static final int MAX_RETRY_SCANS = 64;
+
+  private final HeapMirrorBudget budget;
+  private final Map<String, HeapMirror> mirrors = new ConcurrentHashMap<>();
+
+  /**
+   * Per family that did not fit its mirror, when a full scan may try again: a large store's every
+   * eviction scan would otherwise copy a mirror's worth of entries and drop them.
+   */
+  private final Map<String, Retry> retries = new HashMap<>();
+
+  FamilyMirrors(HeapMirrorBudget budget) {
+    this.budget = budget;
+  }
+
+  boolean enabled() {
+    return budget.enabled();
+  }
+
+  /** The family's mirror, or null when its reads go to RocksDB. */
+  HeapMirror get(String family) {
+    return mirrors.get(family);
+  }
+
+  /** Whether every one of {@code families} is mirrored. */
+  boolean coverAll(Collection<String> families) {
+    return mirrors.keySet().containsAll(families);
+  }
+
+  /** An empty mirror for a new family, or null with mirrors off. */
+  HeapMirror newEmpty() {
+    return budget.enabled() ? new HeapMirror(budget) : null;
+  }
+
+  /** Reads of {@code family} go to {@code mirror} (complete: empty or published) from now on. */
+  void install(String family, HeapMirror mirror) {
+    mirrors.put(family, mirror);
+    retries.remove(family);
+  }
+
+  /**
+   * Merges one version's changes of {@code family} into its mirror, if it has one; false if they
+   * did not fit and the mirror was dropped (RocksDB alone from now on, until a scan tries again).
+   */
+  boolean apply(String family, List<Changelog.Change> changes) {
+    HeapMirror mirror = mirrors.get(family);
+    if (mirror == null || mirror.apply(changes)) {
+      return true;
+    }
+    refused(family, mirror);
+    drop(family);
+    return false;
+  }
+
+  /**
+   * A mirror for a full scan of {@code family} to fill, or null: mirrored already, mirrors off, or
+   * not yet time to try again. {@code estimatedKeys} (RocksDB's estimate of the family's keys) is
+   * asked only for a family refused as too large.
+   */
+  HeapMirror forScan(String family, LongSupplier estimatedKeys) {
+    if (!budget.enabled() || mirrors.containsKey(family)) {
+      return null;
+    }
+    Retry retry = retries.get(family);
+    if (retry == null) {
+      return new HeapMirror(budget);
+    }
+    if (retry.keysWhenTooLarge >= 0) {
+      return estimatedKeys.getAsLong() < retry.keysWhenTooLarge ? new HeapMirror(budget) : null;
+    }
+    if (retry.scansToSkip == 0) {
+      return new HeapMirror(budget);
+    }
+    retry.scansToSkip--;
+    return null;
+  }
+
+  /** {@code mirror} of {@code family} refused what it was given: when may a scan try again. */
+  void refused(String family, HeapMirror mirror) {
+    Retry retry = retries.computeIfAbsent(family, f -> new Retry());
+    if (mirror.refusal() == HeapMirror.Refusal.FAMILY_TOO_LARGE) {
+      retry.keysWhenTooLarge = mirror.size();
+    } else {
+      retry.keysWhenTooLarge = -1;
+      retry.nextSkip = Math.min(MAX_RETRY_SCANS, Math.max(1, retry.nextSkip * 2));
+      retry.scansToSkip = retry.nextSkip;
+    }
+  }
+
+  /** Drops the family's mirror, if any, and gives its bytes back. */
+  void drop(String family) {
+    HeapMirror mirror = mirrors.remove(family);
+    if (mirror != null) {
+      mirror.release();
+    }
+  }
+
+  /** The family is gone: its mirror and what was known of retrying it. */
+  void forget(String family) {
+    drop(family);
+    retries.remove(family);
+  }
+
+  void dropAll() {
+    for (String family : new ArrayList<>(mirrors.keySet())) {
+      drop(family);
+    }
+  }
+}
