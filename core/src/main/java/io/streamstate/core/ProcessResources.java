@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -177,6 +178,21 @@ public final class ProcessResources implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("these process resources are closed");
     }
+  }
+
+  /**
+   * A pool that runs each task at once on a thread of its own (a new one when none is idle; idle
+   * ones end after a minute): for work a caller waits for, so that it never queues behind another
+   * store's. Daemon threads named {@code namePrefix} and a number.
+   */
+  public static ExecutorService threadPerTask(String namePrefix) {
+    return new ThreadPoolExecutor(
+        0,
+        Integer.MAX_VALUE,
+        60,
+        TimeUnit.SECONDS,
+        new SynchronousQueue<>(),
+        daemonThreads(namePrefix));
   }
 
   /** Daemon threads named {@code namePrefix} and a number counting from 1. */

@@ -2,9 +2,6 @@ package io.streamstate.core.engine;
 
 import io.streamstate.core.ProcessResources;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The threads that apply a commit to its local instance while the committing thread publishes it
@@ -16,11 +13,5 @@ final class LocalApplyPool {
   private LocalApplyPool() {}
 
   static final ExecutorService EXECUTOR =
-      new ThreadPoolExecutor(
-          0,
-          Integer.MAX_VALUE,
-          60,
-          TimeUnit.SECONDS,
-          new SynchronousQueue<>(),
-          ProcessResources.daemonThreads("streamstate-local-apply-"));
+      ProcessResources.threadPerTask("streamstate-local-apply-");
 }

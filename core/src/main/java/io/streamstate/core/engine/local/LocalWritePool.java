@@ -2,9 +2,6 @@ package io.streamstate.core.engine.local;
 
 import io.streamstate.core.ProcessResources;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The threads that write a version into RocksDB after its apply returned ({@link LocalDb#apply}: a
@@ -16,11 +13,5 @@ final class LocalWritePool {
   private LocalWritePool() {}
 
   static final ExecutorService EXECUTOR =
-      new ThreadPoolExecutor(
-          0,
-          Integer.MAX_VALUE,
-          60,
-          TimeUnit.SECONDS,
-          new SynchronousQueue<>(),
-          ProcessResources.daemonThreads("streamstate-local-write-"));
+      ProcessResources.threadPerTask("streamstate-local-write-");
 }

@@ -376,19 +376,23 @@ class HeapMirrorTest {
     assertAnswersAs(db, model, random);
   }
 
+  /** Version 1: creates the family "extra" and puts key 1 into it. */
+  private static Changelog createExtraWithKeyOne() {
+    return new Changelog(
+        1,
+        1,
+        0,
+        List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "extra")),
+        List.of(
+            new Changelog.FamilyChanges(
+                "extra", List.of(new Changelog.Change(key(1), value(1, 1))))));
+  }
+
   @Test
   void aNewFamilyStartsMirroredAndADroppedOneGivesItsBytesBack() {
     RocksDbMemoryBudget budget = budget(64L << 20);
     LocalDb db = open("m", tmp.resolve("m"), budget);
-    db.apply(
-        new Changelog(
-            1,
-            1,
-            0,
-            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "extra")),
-            List.of(
-                new Changelog.FamilyChanges(
-                    "extra", List.of(new Changelog.Change(key(1), value(1, 1)))))));
+    db.apply(createExtraWithKeyOne());
     assertThat(db.mirrored("extra")).isTrue();
     assertThat(db.get("extra", key(1))).isEqualTo(value(1, 1));
     assertThat(budget.heapMirrors().usedBytes()).isPositive();
@@ -480,15 +484,7 @@ class HeapMirrorTest {
     db.writeExecutor(writes);
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
     Random random = new Random(13);
-    db.apply(
-        new Changelog(
-            1,
-            1,
-            0,
-            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "extra")),
-            List.of(
-                new Changelog.FamilyChanges(
-                    "extra", List.of(new Changelog.Change(key(1), value(1, 1)))))));
+    db.apply(createExtraWithKeyOne());
     assertThat(writes.held()).isEqualTo(1);
     writes.release();
     // Out of order: the default family's mirror goes, so the apply writes before it returns.
