@@ -728,19 +728,7 @@ public final class LocalDb implements AutoCloseable {
     try {
       writeChanges(changelog);
     } catch (RocksDBException | RuntimeException | Error e) {
-      RuntimeException failure =
-          e instanceof RocksDBException r
-              ? failure("write of version " + changelog.version(), r)
-              : new StreamStateException(
-                  "Local RocksDB write of version "
-                      + changelog.version()
-                      + " failed for store "
-                      + storeName
-                      + " in "
-                      + dir
-                      + ": "
-                      + e,
-                  e);
+      RuntimeException failure = failure("write of version " + changelog.version(), e);
       LOG.warn(
           "Store {}: version {} is durable and in the heap mirrors, but writing it to the local"
               + " RocksDB failed; the next load restores from durable storage",
@@ -995,7 +983,9 @@ public final class LocalDb implements AutoCloseable {
       LiveKeyFilter filter = liveKeyFilters.get(family);
       HeapMirror mirror = mirrors.get(family);
       if (filter == null && mirror != null) {
-        filter = filterOf(mirror.entries()); // a restore has no mirror, but can have this
+        // A mirrored family keeps no filter; a restore has no mirror, but can use this one.
+        HeapMirror.Entries entries = mirror.entries();
+        filter = KeyHashes.filterOf(entries.keys(), entries.size());
       }
       if (filter != null) {
         filters.put(family, filter);
@@ -1013,18 +1003,6 @@ public final class LocalDb implements AutoCloseable {
                 "Cannot write live-key filters into checkpoint " + target + ": " + e, e);
       }
     }
-  }
-
-  /** A live-key filter of a mirror's keys; null if there are more than a filter holds. */
-  private static LiveKeyFilter filterOf(HeapMirror.Entries entries) {
-    KeyHashes keys = new KeyHashes();
-    byte[][] k = entries.keys();
-    for (int i = 0; i < entries.size(); i++) {
-      if (!keys.add(k[i])) {
-        return null;
-      }
-    }
-    return keys.filter(0);
   }
 
   /** Keys in all families: exact for a mirrored family, RocksDB's estimate for the others. */
@@ -1070,13 +1048,14 @@ public final class LocalDb implements AutoCloseable {
   }
 
   /**
-   * A RocksDB call failed: a lack of space is a {@link
+   * A RocksDB call (or a write after its apply) failed: a lack of space is a {@link
    * io.streamstate.core.error.LocalDiskFullException} (RocksDB then holds a background error and
    * refuses every later write, so the caller discards the instance, as it does after any failed
    * write), anything else a plain error.
    */
-  private StreamStateException failure(String what, RocksDBException e) {
-    StreamStateException diskFull = space.diskFullOrNull("local RocksDB " + what, e);
+  private StreamStateException failure(String what, Throwable e) {
+    StreamStateException diskFull =
+        e instanceof RocksDBException r ? space.diskFullOrNull("local RocksDB " + what, r) : null;
     if (diskFull != null) {
       return diskFull;
     }
