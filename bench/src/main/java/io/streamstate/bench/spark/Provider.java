@@ -21,6 +21,11 @@ enum Provider {
   /** Ours with our rename-free checkpoint file manager for Spark's logs (hedged on HDFS-like). */
   STREAMSTATE_RFLOGS(
       "streamstate-rflogs", "io.streamstate.spark.StreamStateProvider", false, false),
+  /** Ours with deflate changelogs (zlib level 1). */
+  STREAMSTATE_DEFLATE(
+      "streamstate-deflate", "io.streamstate.spark.StreamStateProvider", false, false),
+  /** Ours with lz4 changelogs. */
+  STREAMSTATE_LZ4("streamstate-lz4", "io.streamstate.spark.StreamStateProvider", false, false),
   /** {@code streamstate-rflogs} with uncompressed changelogs: what compression buys. */
   STREAMSTATE_RFLOGS_RAW(
       "streamstate-rflogs-raw", "io.streamstate.spark.StreamStateProvider", false, false),
@@ -159,6 +164,8 @@ enum Provider {
     return switch (this) {
       case STREAMSTATE_NOHEDGE -> Map.of(HEDGE_ENABLED, "false");
       case STREAMSTATE_NOGROUP -> Map.of(GROUP_COMMIT_ENABLED, "false");
+      case STREAMSTATE_DEFLATE -> Map.of(CHANGELOG_CODEC, "deflate");
+      case STREAMSTATE_LZ4 -> Map.of(CHANGELOG_CODEC, "lz4");
       case STREAMSTATE_RFLOGS_RAW -> Map.of(CHANGELOG_CODEC, "none");
       case STREAMSTATE_RFLOGS_FILES -> Map.of(GROUP_COMMIT_JOURNAL, "false");
       case STREAMSTATE_LOGJOURNAL -> Map.of(LOG_JOURNAL, "true");

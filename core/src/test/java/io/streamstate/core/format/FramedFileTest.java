@@ -176,11 +176,43 @@ class FramedFileTest {
   }
 
   @Test
-  void deflateStoresRowLikeChangesInAFractionOfTheBytes() {
+  void deflateAndLz4StoreRowLikeChangesInAFractionOfTheBytes() {
     Changelog c = rowLike(2000);
     int encoded = c.encode().length;
     assertThat(c.encodeStored(Changelog.Codec.NONE).length).isBetween(encoded, encoded + 12);
     assertThat(c.encodeStored(Changelog.Codec.DEFLATE).length).isLessThan(encoded / 4);
+    assertThat(c.encodeStored(Changelog.Codec.LZ4).length).isLessThan(encoded / 2);
+  }
+
+  @Test
+  void damagedOrForgedLz4BlocksAreCorruptNamingTheFile() {
+    byte[] stored = rowLike(500).encodeStored(Changelog.Codec.LZ4);
+    assertThat(stored[0]).isEqualTo((byte) 2);
+    byte[] cut = Arrays.copyOf(stored, stored.length - 20);
+    assertThatThrownBy(() -> Changelog.decodeStored(cut, 2, "file-c"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-c is corrupt")
+        .hasMessageContaining("LZ4 block");
+    PayloadReader header = new PayloadReader(stored, "s");
+    header.readByte();
+    header.readVarLong();
+    byte[] block = Arrays.copyOfRange(stored, stored.length - header.remaining(), stored.length);
+    // Beyond LZ4's densest output (255:1): refused from the lengths alone.
+    byte[] forged = storedWithLength(Changelog.Codec.LZ4, Integer.MAX_VALUE - 64, block);
+    assertThatThrownBy(() -> Changelog.decodeStored(forged, 2, "file-l"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-l is corrupt")
+        .hasMessageContaining("more than LZ4 can produce");
+    // Within that ratio but more than the block holds.
+    byte[] tooLong = storedWithLength(Changelog.Codec.LZ4, block.length * 100, block);
+    assertThatThrownBy(() -> Changelog.decodeStored(tooLong, 2, "file-m"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-m is corrupt");
+    // Shorter than the block holds.
+    byte[] tooShort = storedWithLength(Changelog.Codec.LZ4, 100, block);
+    assertThatThrownBy(() -> Changelog.decodeStored(tooShort, 2, "file-s"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-s is corrupt");
   }
 
   @Test
@@ -214,22 +246,22 @@ class FramedFileTest {
     header.readVarLong();
     byte[] deflated = Arrays.copyOfRange(stored, stored.length - header.remaining(), stored.length);
     // Beyond deflate's densest output (1,032:1): refused from the lengths alone.
-    byte[] forged = storedWithLength(Integer.MAX_VALUE - 64, deflated);
+    byte[] forged = storedWithLength(Changelog.Codec.DEFLATE, Integer.MAX_VALUE - 64, deflated);
     assertThatThrownBy(() -> Changelog.decodeStored(forged, 2, "file-l"))
         .isInstanceOf(CorruptFileException.class)
         .hasMessageContaining("file-l is corrupt")
         .hasMessageContaining("more than deflate can produce");
     // Within that ratio but more than the stream holds: inflated as far as it goes, then refused.
-    byte[] tooLong = storedWithLength(deflated.length * 1000, deflated);
+    byte[] tooLong = storedWithLength(Changelog.Codec.DEFLATE, deflated.length * 1000, deflated);
     assertThatThrownBy(() -> Changelog.decodeStored(tooLong, 2, "file-m"))
         .isInstanceOf(CorruptFileException.class)
         .hasMessageContaining("file-m is corrupt")
         .hasMessageContaining("inflate to");
   }
 
-  private static byte[] storedWithLength(int length, byte[] deflated) {
-    PayloadWriter w = new PayloadWriter(16 + deflated.length);
-    w.writeByte(Changelog.Codec.DEFLATE.code).writeVarLong(length).writeRaw(deflated);
+  private static byte[] storedWithLength(Changelog.Codec codec, int length, byte[] compressed) {
+    PayloadWriter w = new PayloadWriter(16 + compressed.length);
+    w.writeByte(codec.code).writeVarLong(length).writeRaw(compressed);
     return w.toByteArray();
   }
 

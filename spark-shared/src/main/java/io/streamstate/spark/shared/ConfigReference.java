@@ -96,8 +96,8 @@ public final class ConfigReference {
                 + ConfigWarnings.SPARK_COMPRESSION_CODEC
                 + "` (default `lz4`; `lzf`, `snappy`, `zstd` or a codec class). It is the codec of"
                 + " Spark's own providers' delta, snapshot and changelog files. Our changelogs"
-                + " and segments use `changelog.codec` (`deflate` or `none`; we have no lz4,"
-                + " snappy or zstd changelog, and calling deflate one of them would pretend), and"
+                + " and segments use `changelog.codec` (`deflate`, `lz4` or `none`) whatever"
+                + " Spark's key says (Spark sets its key in every query's offset log), and"
                 + " our snapshots carry RocksDB's SST files, whose blocks are LZ4 whatever the"
                 + " setting. Spark pins the key in each query's offset log and sets it again on"
                 + " restart, so its presence does not prove a user set it: a value other than"

@@ -87,9 +87,9 @@ public final class ConfigWarnings {
    * when it is set to anything but Spark's default {@code lz4}. Spark pins that key in every
    * query's offset log and sets it again on restart, so a value there is not proof that a user set
    * it; {@code lz4} (the default) is what our snapshots' RocksDB files use anyway, so only another
-   * value is news. None of Spark's codecs (lz4, lzf, snappy, zstd, or a class name) has an
-   * equivalent in our changelogs, which are {@code deflate} or {@code none}: mapping one onto
-   * deflate would pretend.
+   * value is news. Our changelogs take their codec ({@code deflate}, {@code lz4} or {@code none})
+   * from our own key only: Spark's key is set in every query's offset log, so following it would
+   * turn every query onto {@code lz4} whatever our key says.
    */
   public void checkSparkCodec(Map<String, String> sqlConfs) {
     String codec = sqlConfs.get(SPARK_COMPRESSION_CODEC);
@@ -105,7 +105,7 @@ public final class ConfigWarnings {
               + " applies to Spark's own state store providers, not to io.streamstate's:"
               + " our changelogs use "
               + StreamStateSettings.CHANGELOG_CODEC
-              + " (deflate or none), our snapshots RocksDB's LZ4 blocks"
+              + " (deflate, lz4 or none), our snapshots RocksDB's LZ4 blocks"
               + " (docs/configuration.md, \"Spark's settings\")");
     }
   }
