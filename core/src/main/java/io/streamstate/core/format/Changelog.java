@@ -166,17 +166,28 @@ public record Changelog(
    */
   private static final long MAX_DEFLATE_RATIO = 1032;
 
-  private static byte[] inflate(byte[] payload, int offset, int length, String location) {
-    int compressed = payload.length - offset;
-    if (length > MAX_DEFLATE_RATIO * compressed + 64) {
+  /**
+   * Refuses a stored length that {@code compressed} bytes of {@code codec} cannot produce (more
+   * than {@code maxRatio} times them): a damaged or forged length, refused before any allocation.
+   */
+  static void refuseImpossibleLength(
+      long length, int compressed, long maxRatio, String codec, String location) {
+    if (length > maxRatio * compressed + 64) {
       throw new CorruptFileException(
           location
               + " is corrupt: its changes claim "
               + length
-              + " bytes inflated from "
+              + " bytes from "
               + compressed
-              + " compressed bytes, more than deflate can produce");
+              + " compressed bytes, more than "
+              + codec
+              + " can produce");
     }
+  }
+
+  private static byte[] inflate(byte[] payload, int offset, int length, String location) {
+    int compressed = payload.length - offset;
+    refuseImpossibleLength(length, compressed, MAX_DEFLATE_RATIO, "deflate", location);
     Inflater inflater = new Inflater();
     try {
       inflater.setInput(payload, offset, compressed);

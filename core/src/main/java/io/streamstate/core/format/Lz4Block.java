@@ -38,15 +38,7 @@ final class Lz4Block {
   /** The {@code length} bytes that the block at {@code payload[offset..]} decompresses to. */
   static byte[] decompress(byte[] payload, int offset, int length, String location) {
     int compressed = payload.length - offset;
-    if (length > MAX_RATIO * compressed + 64) {
-      throw new CorruptFileException(
-          location
-              + " is corrupt: its changes claim "
-              + length
-              + " bytes from an LZ4 block of "
-              + compressed
-              + " bytes, more than LZ4 can produce");
-    }
+    Changelog.refuseImpossibleLength(length, compressed, MAX_RATIO, "LZ4", location);
     byte[] out = new byte[length];
     int n;
     try {
