@@ -101,7 +101,7 @@ public record Changelog(
       return w.toByteArray();
     }
     return codec == Codec.LZ4
-        ? Lz4Block.compress(encoded, headerBytes, codec.code)
+        ? Lz4Block.compress(encoded, headerBytes)
         : deflate(encoded, headerBytes);
   }
 
@@ -133,6 +133,13 @@ public record Changelog(
     return decode(inflate(payload, offset, length, location), location);
   }
 
+  /** A compressed payload's first {@code headerBytes}: the codec's code and the encoded length. */
+  static void writeHeader(byte[] out, int headerBytes, Codec codec, int encodedLength) {
+    PayloadWriter header = new PayloadWriter(headerBytes);
+    header.writeByte(codec.code).writeVarLong(encodedLength);
+    System.arraycopy(header.toByteArray(), 0, out, 0, headerBytes);
+  }
+
   /**
    * The stored payload of a deflated changelog: the codec and encoded length in its first {@code
    * headerBytes}, then the zlib stream; compressed straight into the array that is returned (a
@@ -144,9 +151,7 @@ public record Changelog(
       deflater.setInput(encoded);
       deflater.finish();
       byte[] out = new byte[headerBytes + Math.max(64, encoded.length / 4)];
-      PayloadWriter header = new PayloadWriter(headerBytes);
-      header.writeByte(Codec.DEFLATE.code).writeVarLong(encoded.length);
-      System.arraycopy(header.toByteArray(), 0, out, 0, headerBytes);
+      writeHeader(out, headerBytes, Codec.DEFLATE, encoded.length);
       int size = headerBytes;
       while (!deflater.finished()) {
         if (size == out.length) {

@@ -24,12 +24,10 @@ final class Lz4Block {
   private Lz4Block() {}
 
   /** The codec's code and the encoded length in the first {@code headerBytes}, then the block. */
-  static byte[] compress(byte[] encoded, int headerBytes, int code) {
+  static byte[] compress(byte[] encoded, int headerBytes) {
     LZ4Compressor compressor = factory().fastCompressor();
     byte[] out = new byte[headerBytes + compressor.maxCompressedLength(encoded.length)];
-    PayloadWriter header = new PayloadWriter(headerBytes);
-    header.writeByte(code).writeVarLong(encoded.length);
-    System.arraycopy(header.toByteArray(), 0, out, 0, headerBytes);
+    Changelog.writeHeader(out, headerBytes, Changelog.Codec.LZ4, encoded.length);
     int size =
         compressor.compress(encoded, 0, encoded.length, out, headerBytes, out.length - headerBytes);
     return Arrays.copyOf(out, headerBytes + size);
