@@ -93,6 +93,9 @@ public final class StateTransaction implements AutoCloseable {
         return null;
       }
     }
+    if (db.mirrored(family)) {
+      return db.get(family, key); // one search of the heap, nothing worth remembering
+    }
     if (!db.mightContain(family, key)) {
       return null; // cheaper to ask again than to remember
     }
@@ -142,6 +145,9 @@ public final class StateTransaction implements AutoCloseable {
       // An iterator just returned this key from the committed state (Spark deletes expired
       // entries while iterating over them): it exists, no need to read it again.
       return true;
+    }
+    if (db.mirrored(family)) {
+      return db.exists(family, key); // one search of the heap, nothing worth remembering
     }
     if (!db.mightContain(family, key)) {
       return false;

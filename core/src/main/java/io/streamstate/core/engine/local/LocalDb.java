@@ -394,8 +394,13 @@ public final class LocalDb implements AutoCloseable {
     return !surelyAbsent(family, key);
   }
 
-  /** Whether {@code family}'s committed entries are in the heap now ({@link HeapMirror}). */
-  boolean mirrored(String family) {
+  /**
+   * Whether {@code family}'s committed entries are in the heap now ({@link HeapMirror}): its {@link
+   * #get} and {@link #exists} are then exact binary searches, no cheaper to remember than to ask
+   * again. A mirror may come (a full scan) or go (an apply) later; either way the answers stay
+   * those of the same committed version.
+   */
+  public boolean mirrored(String family) {
     return mirrors.get(family) != null;
   }
 
