@@ -134,12 +134,19 @@ public final class LocalInstance {
     return confirmedSsts;
   }
 
-  /** Whether the instance holds {@code version}. */
+  /**
+   * Whether the instance holds {@code version}. May wait: a RocksDB write still running after its
+   * apply returned ({@link LocalDb#usable}) must end before the instance is known to hold it; a
+   * write that failed means it does not.
+   */
   public boolean holds(long version) {
     return db != null && this.version == version && db.usable();
   }
 
-  /** Whether the instance holds commit {@code commitId} of {@code version}. */
+  /**
+   * Whether the instance holds commit {@code commitId} of {@code version}; may wait, as {@link
+   * #holds(long)}.
+   */
   public boolean holds(long version, long commitId) {
     return holds(version) && this.commitId == commitId;
   }
