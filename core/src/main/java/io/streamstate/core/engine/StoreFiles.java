@@ -57,13 +57,26 @@ public final class StoreFiles {
    * @throws MissingFileException it is gone
    */
   public static Changelog readChangelog(Storage storage, StoreLayout.ChangelogName name) {
+    return readStoredChangelog(storage, name).decode();
+  }
+
+  /**
+   * Reads and checks one changelog as {@link #readChangelog} does, decoding its header only: the
+   * whole file verifies and the header holds what its name says; its changes stay encoded until
+   * {@link Changelog.Stored#decode}, which fails naming the file if they do not decode.
+   *
+   * @throws CorruptFileException it does not verify, or holds another version or commit
+   * @throws MissingFileException it is gone
+   */
+  public static Changelog.Stored readStoredChangelog(
+      Storage storage, StoreLayout.ChangelogName name) {
     String location = FramedFile.location(storage, name.name());
     FramedFile.Payload payload = FramedFile.read(storage, name.name(), FileKind.CHANGELOG);
-    Changelog changelog =
-        Changelog.decodeStored(payload.bytes(), payload.formatVersion(), location);
+    Changelog.Stored stored =
+        Changelog.readStored(payload.bytes(), payload.formatVersion(), location);
     checkHoldsWhatItsNameSays(
-        location, name.version(), name.commitId(), changelog.version(), changelog.commitId());
-    return changelog;
+        location, name.version(), name.commitId(), stored.version(), stored.commitId());
+    return stored;
   }
 
   /**

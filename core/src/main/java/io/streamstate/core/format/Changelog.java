@@ -133,6 +133,97 @@ public record Changelog(
     return decode(inflate(payload, offset, length, location), location);
   }
 
+  /**
+   * A verified stored payload whose header (version, commit id, parent id) is read and whose
+   * changes are decoded only when asked for: a load walks a lineage by its parents to find its
+   * base, and decodes only the changelogs it replays (a snapshot of the version itself needs none).
+   *
+   * @param location names the file (and member) in errors
+   */
+  public record Stored(
+      long version,
+      long commitId,
+      long parentId,
+      byte[] payload,
+      int formatVersion,
+      String location) {
+    /**
+     * The changes, decoded now.
+     *
+     * @throws CorruptFileException the payload does not decode, or its changes name another commit
+     *     than its header
+     */
+    public Changelog decode() {
+      Changelog c = decodeStored(payload, formatVersion, location);
+      if (c.version != version || c.commitId != commitId || c.parentId != parentId) {
+        throw new CorruptFileException(
+            location + " is corrupt: its changes name another version or commit than its header");
+      }
+      return c;
+    }
+  }
+
+  /** The three longs in front of every encoded changelog: version, commit id, parent id. */
+  private static final int ENCODED_HEADER_BYTES = 24;
+
+  /**
+   * Reads a verified payload's header, leaving its changes encoded (see {@link Stored}). A deflated
+   * payload inflates its first bytes only; an LZ4 block, which cannot be read in part, decompresses
+   * whole.
+   *
+   * @throws CorruptFileException the header does not decode
+   */
+  public static Stored readStored(byte[] payload, int formatVersion, String location) {
+    byte[] head;
+    if (formatVersion == 1) {
+      head = payload;
+    } else {
+      PayloadReader r = new PayloadReader(payload, location);
+      int code = r.readByte();
+      int length = r.readVarInt(Integer.MAX_VALUE - 64);
+      int offset = payload.length - r.remaining();
+      if (code == Codec.NONE.code) {
+        head = Arrays.copyOfRange(payload, offset, Math.min(payload.length, offset + 64));
+      } else if (code == Codec.LZ4.code) {
+        head = Lz4Block.decompress(payload, offset, length, location);
+      } else if (code == Codec.DEFLATE.code) {
+        head = inflateHead(payload, offset, location);
+      } else {
+        throw r.corrupt("unknown changelog codec " + code);
+      }
+    }
+    PayloadReader h = new PayloadReader(head, location);
+    if (h.remaining() < ENCODED_HEADER_BYTES) {
+      throw h.corrupt("its changes are shorter than their header");
+    }
+    return new Stored(h.readLong(), h.readLong(), h.readLong(), payload, formatVersion, location);
+  }
+
+  /** The first bytes (up to the header's) that the zlib stream at {@code offset} inflates to. */
+  private static byte[] inflateHead(byte[] payload, int offset, String location) {
+    Inflater inflater = new Inflater();
+    try {
+      inflater.setInput(payload, offset, payload.length - offset);
+      byte[] out = new byte[ENCODED_HEADER_BYTES];
+      int n = 0;
+      while (n < out.length) {
+        int got = inflater.inflate(out, n, out.length - n);
+        if (got == 0
+            && (inflater.finished() || inflater.needsInput() || inflater.needsDictionary())) {
+          break;
+        }
+        n += got;
+      }
+      return Arrays.copyOf(out, n);
+    } catch (DataFormatException e) {
+      throw new CorruptFileException(
+          location + " is corrupt: its compressed changes do not inflate (" + e.getMessage() + ")",
+          e);
+    } finally {
+      inflater.end();
+    }
+  }
+
   /** A compressed payload's first {@code headerBytes}: the codec's code and the encoded length. */
   static void writeHeader(byte[] out, int headerBytes, Codec codec, int encodedLength) {
     PayloadWriter header = new PayloadWriter(headerBytes);

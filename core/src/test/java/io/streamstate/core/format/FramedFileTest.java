@@ -176,6 +176,34 @@ class FramedFileTest {
   }
 
   @Test
+  void aStoredChangelogsHeaderReadsAloneAndItsChangesDecodeLater() {
+    Changelog c = rowLike(2000);
+    for (Changelog.Codec codec : Changelog.Codec.values()) {
+      Changelog.Stored stored = Changelog.readStored(c.encodeStored(codec), 2, "x");
+      assertThat(List.of(stored.version(), stored.commitId(), stored.parentId()))
+          .as(codec.name())
+          .containsExactly(7L, 11L, 5L);
+      assertSameChanges(stored.decode(), c);
+    }
+    Changelog.Stored v1 = Changelog.readStored(c.encode(), 1, "x");
+    assertThat(v1.parentId()).isEqualTo(5);
+    assertSameChanges(v1.decode(), c);
+    // A header cut short is corrupt at once, naming the file.
+    byte[] deflated = c.encodeStored(Changelog.Codec.DEFLATE);
+    assertThatThrownBy(() -> Changelog.readStored(Arrays.copyOf(deflated, 6), 2, "file-h"))
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-h");
+    // Changes damaged past an intact header: the header reads, the decode fails naming the file.
+    byte[] damaged = deflated.clone();
+    damaged[damaged.length / 2] ^= 0x5a;
+    Changelog.Stored intactHeader = Changelog.readStored(damaged, 2, "file-d");
+    assertThat(intactHeader.parentId()).isEqualTo(5);
+    assertThatThrownBy(intactHeader::decode)
+        .isInstanceOf(CorruptFileException.class)
+        .hasMessageContaining("file-d");
+  }
+
+  @Test
   void deflateAndLz4StoreRowLikeChangesInAFractionOfTheBytes() {
     Changelog c = rowLike(2000);
     int encoded = c.encode().length;

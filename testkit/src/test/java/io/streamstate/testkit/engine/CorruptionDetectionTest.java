@@ -11,11 +11,16 @@ import io.streamstate.core.engine.VersionedStore;
 import io.streamstate.core.engine.local.RocksDbMemoryBudget;
 import io.streamstate.core.error.CorruptFileException;
 import io.streamstate.core.error.MissingFileException;
+import io.streamstate.core.format.Changelog;
+import io.streamstate.core.format.FileKind;
+import io.streamstate.core.format.FramedFile;
 import io.streamstate.testkit.InMemoryStorage;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -149,6 +154,58 @@ class CorruptionDetectionTest {
     try (VersionedStore store = open(durable, KEEP_ALL);
         StateTransaction tx = store.begin(8)) {
       assertState(tx, 8); // from the snapshot of 8, without walking past it
+      assertThat(store.lastSnapshotVersion()).isEqualTo(8);
+    }
+  }
+
+  /**
+   * Changelog {@code name} rewritten as a writer with a defect would leave it: a frame that
+   * verifies, a header that names its commit, changes that do not decode.
+   */
+  private static void writeUndecodableChanges(InMemoryStorage durable, String name) {
+    FramedFile.Payload good =
+        FramedFile.unframeVersioned(durable.bytes(name), FileKind.CHANGELOG, name);
+    Changelog.Stored header = Changelog.readStored(good.bytes(), good.formatVersion(), name);
+    byte[] encoded =
+        ByteBuffer.allocate(24 + 3)
+            .putLong(header.version())
+            .putLong(header.commitId())
+            .putLong(header.parentId())
+            .put(new byte[] {0, 1, 9}) // no family ops, one family, then a name that runs out
+            .array();
+    byte[] stored =
+        ByteBuffer.allocate(2 + encoded.length)
+            .put((byte) 0)
+            .put((byte) encoded.length)
+            .put(encoded)
+            .array(); // codec none, then the encoded length
+    durable.overwriteForTest(name, FramedFile.frame(FileKind.CHANGELOG, stored));
+  }
+
+  @Test
+  void changesThatDoNotDecodeFailTheReplayNamingTheFile() {
+    InMemoryStorage durable = build(KEEP_ALL);
+    String name = fileOf(durable, "changelog/", 10);
+    writeUndecodableChanges(durable, name);
+    try (VersionedStore store = open(durable, KEEP_ALL)) {
+      assertThatThrownBy(() -> store.begin(10))
+          .isInstanceOf(CorruptFileException.class)
+          .hasMessageContaining("Cannot load version 10 of store op=0/part=1")
+          .hasMessageContaining(name);
+      try (StateTransaction tx = store.begin(9)) {
+        assertState(tx, 9);
+      }
+    }
+  }
+
+  @Test
+  void aVersionWithASnapshotIsServedWithoutDecodingItsChangelog() {
+    InMemoryStorage durable = build(KEEP_ALL);
+    writeUndecodableChanges(durable, fileOf(durable, "changelog/", 8));
+    try (VersionedStore store = open(durable, KEEP_ALL)) {
+      try (StateTransaction tx = store.begin(10)) {
+        assertState(tx, 10); // the snapshot of 8, then the changelogs of 9 and 10
+      }
       assertThat(store.lastSnapshotVersion()).isEqualTo(8);
     }
   }

@@ -41,7 +41,10 @@ import org.slf4j.LoggerFactory;
 public final class LineageLoader {
   private static final Logger LOG = LoggerFactory.getLogger(LineageLoader.class);
 
-  /** Changelogs a load keeps in memory while it walks back to its base; beyond this it re-reads. */
+  /**
+   * Stored changelog bytes a load keeps in memory while it walks back to its base; beyond this it
+   * re-reads them when it replays.
+   */
   private static final long MAX_HELD_CHANGELOG_BYTES = 64L << 20;
 
   private final String storeName;
@@ -85,18 +88,24 @@ public final class LineageLoader {
     this.metrics = metrics;
   }
 
-  /** One commit on the lineage being loaded; {@code changelog} is null once dropped. */
+  /**
+   * One commit on the lineage being loaded, verified, its changes not decoded until it is replayed
+   * (a walk that ends at a snapshot of the version itself decodes none); {@code stored} is null
+   * once dropped.
+   */
   private static final class Step {
     final Candidate source;
     final long version;
     final long commitId;
-    Changelog changelog;
+    final long parentId;
+    Changelog.Stored stored;
 
-    Step(Candidate source, Changelog changelog) {
+    Step(Candidate source, Changelog.Stored stored) {
       this.source = source;
       this.version = source.version();
       this.commitId = source.commitId();
-      this.changelog = changelog;
+      this.parentId = stored.parentId();
+      this.stored = stored;
     }
   }
 
@@ -267,8 +276,8 @@ public final class LineageLoader {
       }
       if (top != null && v == version) {
         steps.add(top);
-        expected = top.changelog.parentId();
-        heldBytes += top.changelog.changeCount() * 64L;
+        expected = top.parentId;
+        heldBytes += top.stored.payload().length;
         v--;
         continue;
       }
@@ -276,8 +285,8 @@ public final class LineageLoader {
       Step unlisted = copies.isEmpty() ? readUnlisted(v, expected) : null;
       if (unlisted != null) {
         steps.add(unlisted);
-        expected = unlisted.changelog.parentId();
-        heldBytes += unlisted.changelog.changeCount() * 64L;
+        expected = unlisted.parentId;
+        heldBytes += unlisted.stored.payload().length;
         v--;
         continue;
       }
@@ -296,17 +305,24 @@ public final class LineageLoader {
       }
       Step step = readCopies(copies, skipped, version);
       steps.add(step);
-      expected = step.changelog.parentId();
-      heldBytes += step.changelog.changeCount() * 64L;
+      expected = step.parentId;
+      heldBytes += step.stored.payload().length;
       if (heldBytes > MAX_HELD_CHANGELOG_BYTES) {
-        step.changelog = null; // re-read when replayed
+        step.stored = null; // re-read when replayed
       }
       v--;
     }
     // l4: replay the lineage, oldest first.
     for (int i = steps.size() - 1; i >= 0; i--) {
       Step step = steps.get(i);
-      Changelog changelog = step.changelog != null ? step.changelog : reread(step, version);
+      Changelog changelog;
+      try {
+        changelog = (step.stored != null ? step.stored : reread(step, version)).decode();
+      } catch (CorruptFileException e) {
+        // Its file verified when the walk read it: changes that do not decode are a writer's
+        // defect, not a torn file, and fail the load naming the file.
+        throw new CorruptFileException(lineageFailure(version, e.getMessage(), List.of()), e);
+      }
       local.apply(changelog);
       metrics.countReplayed();
       trace.replayed++;
@@ -458,15 +474,18 @@ public final class LineageLoader {
     return null;
   }
 
-  /** Reads one candidate commit, from its changelog file or its segment. */
-  private Changelog readCommit(Candidate c) {
+  /**
+   * Reads one candidate commit, from its changelog file or its segment: verified, its header
+   * checked, its changes still encoded.
+   */
+  private Changelog.Stored readCommit(Candidate c) {
     if (c.inSegment()) {
-      return catalog.member(c.file(), layout.prefix(), c.commitId());
+      return catalog.storedMember(c.file(), layout.prefix(), c.commitId());
     }
-    return StoreFiles.readChangelog(storage, StoreLayout.parseChangelog(c.file()));
+    return StoreFiles.readStoredChangelog(storage, StoreLayout.parseChangelog(c.file()));
   }
 
-  private Changelog reread(Step step, long version) {
+  private Changelog.Stored reread(Step step, long version) {
     try {
       return readCommit(step.source);
     } catch (CorruptFileException | MissingFileException e) {

@@ -339,7 +339,7 @@ public final class SegmentSweep {
 
   private Long readParent(StoreLayout.ChangelogName changelog) {
     try {
-      return StoreFiles.readChangelog(storage, changelog).parentId();
+      return StoreFiles.readStoredChangelog(storage, changelog).parentId();
     } catch (CorruptFileException | MissingFileException unusable) {
       return null;
     }

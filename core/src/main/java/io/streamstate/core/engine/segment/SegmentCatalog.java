@@ -217,20 +217,31 @@ public final class SegmentCatalog {
    * @throws CorruptFileException the segment does not verify, or holds no such member
    */
   public Changelog member(String name, String storePrefix, long commitId) {
+    return storedMember(name, storePrefix, commitId).decode();
+  }
+
+  /**
+   * As {@link #member}, with the member's changes left encoded until {@link
+   * Changelog.Stored#decode}: the segment verifies whole, and the member's header matches the
+   * segment's index.
+   *
+   * @throws CorruptFileException the segment does not verify, or holds no such member
+   */
+  public Changelog.Stored storedMember(String name, String storePrefix, long commitId) {
     Decoded d = decoded(name);
     Segment segment = d.segment();
     String location = location(name);
     for (Segment.Member m : segment.members()) {
       if (m.storePrefix().equals(storePrefix) && m.commitId() == commitId) {
         String where = location + " (member " + storePrefix + ")";
-        Changelog changelog = Changelog.decodeStored(m.changelog(), d.formatVersion(), where);
-        if (changelog.version() != segment.version()
-            || changelog.commitId() != commitId
-            || changelog.parentId() != m.parentId()) {
+        Changelog.Stored stored = Changelog.readStored(m.changelog(), d.formatVersion(), where);
+        if (stored.version() != segment.version()
+            || stored.commitId() != commitId
+            || stored.parentId() != m.parentId()) {
           throw new CorruptFileException(
               where + " is corrupt: its changes name another version or commit than its index");
         }
-        return changelog;
+        return stored;
       }
     }
     throw new CorruptFileException(
