@@ -104,6 +104,36 @@ final class FamilyMirrors {
     return null;
   }
 
+  /**
+   * A mirror for the scan that opening a restored instance makes of {@code family}, or null:
+   * mirrors off, or {@code estimatedKeys} (RocksDB's estimate) more than one family's cap holds at
+   * {@link HeapMirror#ENTRY_OVERHEAD} bytes an entry before its keys and values, which is then
+   * remembered as a refusal: no full scan tries while RocksDB estimates as many.
+   */
+  HeapMirror forRestored(String family, long estimatedKeys) {
+    if (!budget.enabled()) {
+      return null;
+    }
+    if (estimatedKeys > budget.familyCapBytes() / HeapMirror.ENTRY_OVERHEAD) {
+      retries.computeIfAbsent(family, f -> new Retry()).keysWhenTooLarge = estimatedKeys;
+      return null;
+    }
+    return new HeapMirror(budget);
+  }
+
+  /**
+   * The mirror an open's scan filled was refused: a family too large is remembered by {@code
+   * estimatedKeys}, the estimate {@link #forRestored} was given, so that a full scan tries only
+   * once RocksDB estimates fewer; a process budget that was full leaves the next full scan free to
+   * try (what the open tried cost the scan it made anyway).
+   */
+  void refusedAtOpen(String family, HeapMirror mirror, long estimatedKeys) {
+    if (mirror.refusal() == HeapMirror.Refusal.FAMILY_TOO_LARGE) {
+      retries.computeIfAbsent(family, f -> new Retry()).keysWhenTooLarge = estimatedKeys;
+    }
+    mirror.release();
+  }
+
   /** {@code mirror} of {@code family} refused what it was given: when may a scan try again. */
   void refused(String family, HeapMirror mirror) {
     Retry retry = retries.computeIfAbsent(family, f -> new Retry());

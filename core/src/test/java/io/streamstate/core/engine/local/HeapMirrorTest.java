@@ -194,20 +194,87 @@ class HeapMirrorTest {
     assertThat(seen).containsExactlyElementsOf(entries(model, null));
   }
 
-  @Test
-  void aRestoredStoreIsMirroredByAFullScanThatNoApplyInterrupted() {
-    RocksDbMemoryBudget budget = budget(64L << 20);
-    LocalDb writer = open("w", tmp.resolve("w"), budget(0));
+  /** A checkpoint of versions 1-3 of random changes (keys below 3,000), in {@code dir}. */
+  private TreeMap<byte[], byte[]> restorable(Path dir, Random random) {
+    LocalDb writer = open("w", tmp.resolve("w-" + dir.getFileName()), budget(0));
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
-    Random random = new Random(13);
     for (int version = 1; version <= 3; version++) {
       List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
       writer.apply(changelog(version, changes));
       applyToModel(model, changes);
     }
-    writer.checkpoint(tmp.resolve("restored"));
+    writer.checkpoint(dir);
+    return model;
+  }
+
+  @Test
+  void aRestoredStoreThatFitsIsMirroredAtOpen() {
+    RocksDbMemoryBudget budget = budget(64L << 20);
+    Random random = new Random(31);
+    TreeMap<byte[], byte[]> model = restorable(tmp.resolve("restored"), random);
     LocalDb db = open("m", tmp.resolve("restored"), budget);
-    assertThat(db.mirrored(FAMILY)).as("restored: not until a full scan").isFalse();
+    assertThat(db.mirrored(FAMILY)).as("mirrored before any read or scan").isTrue();
+    assertThat(db.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
+    assertThat(budget.heapMirrors().usedBytes()).isEqualTo(bytesOf(model));
+    assertAnswersAs(db, model, random);
+    for (int version = 4; version <= 6; version++) {
+      List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
+      db.apply(changelog(version, changes));
+      applyToModel(model, changes);
+      assertAnswersAs(db, model, random);
+    }
+    assertThat(db.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
+  }
+
+  @Test
+  void aRestoredFamilyTooLargeForAMirrorIsNotCopiedAtOpenNorByLaterScans() {
+    TreeMap<byte[], byte[]> model = restorable(tmp.resolve("restored"), new Random(37));
+    restorable(tmp.resolve("restored-copy"), new Random(37)); // the same state again
+    Random random = new Random(41);
+    // More keys than a 40,000-byte family cap holds at 48 bytes an entry: not scanned at all.
+    assertThat(model.size()).isGreaterThan(40_000 / (int) HeapMirror.ENTRY_OVERHEAD);
+    RocksDbMemoryBudget tiny = budget(40_000);
+    LocalDb byEstimate = open("e", tmp.resolve("restored"), tiny);
+    assertThat(byEstimate.mirrored(FAMILY)).isFalse();
+    // Few enough keys by the estimate, too many bytes: the scan stops at the cap, gives it back.
+    assertThat(bytesOf(model)).isGreaterThan(100_000);
+    assertThat(model.size()).isLessThan(100_000 / (int) HeapMirror.ENTRY_OVERHEAD);
+    RocksDbMemoryBudget small = budget(100_000);
+    LocalDb byBytes = open("b", tmp.resolve("restored-copy"), small);
+    assertThat(byBytes.mirrored(FAMILY)).isFalse();
+    assertThat(small.heapMirrors().usedBytes()).isZero();
+    for (Map.Entry<LocalDb, RocksDbMemoryBudget> e :
+        Map.of(byEstimate, tiny, byBytes, small).entrySet()) {
+      LocalDb db = e.getKey();
+      // Remembered as too large: a full scan copies nothing while RocksDB holds as many keys.
+      try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
+        while (c.isValid()) {
+          assertThat(e.getValue().heapMirrors().usedBytes()).isZero();
+          c.next();
+        }
+      }
+      assertThat(db.mirrored(FAMILY)).isFalse();
+      assertAnswersAs(db, model, random);
+    }
+  }
+
+  @Test
+  void aRestoredStoreIsMirroredByAFullScanThatNoApplyInterrupted() {
+    RocksDbMemoryBudget budget = budget(400_000);
+    Random random = new Random(13);
+    TreeMap<byte[], byte[]> model = restorable(tmp.resolve("restored"), random);
+    // Another store holds most of the process's budget while this one opens: its open cannot
+    // mirror it, and leaves the full scans free to try at once.
+    LocalDb other = open("o", tmp.resolve("o"), budget);
+    other.apply(changelog(1, changes(random, 1, 6_000, 1_000_000)));
+    long held = budget.heapMirrors().usedBytes();
+    assertThat(other.mirrored(FAMILY)).isTrue();
+    assertThat(held + bytesOf(model)).isGreaterThan(400_000);
+    LocalDb db = open("m", tmp.resolve("restored"), budget);
+    assertThat(db.mirrored(FAMILY)).as("restored while the budget was full").isFalse();
+    assertThat(budget.heapMirrors().usedBytes()).isEqualTo(held);
+    other.close();
+    assertThat(budget.heapMirrors().usedBytes()).isZero();
 
     // A scan closed part way: nothing kept, every byte given back.
     try (LocalDb.Cursor c = db.newIterator(FAMILY, null)) {
