@@ -115,7 +115,7 @@ final class FamilyMirrors {
       return null;
     }
     if (estimatedKeys > budget.familyCapBytes() / HeapMirror.ENTRY_OVERHEAD) {
-      retries.computeIfAbsent(family, f -> new Retry()).keysWhenTooLarge = estimatedKeys;
+      tooLarge(family, estimatedKeys);
       return null;
     }
     return new HeapMirror(budget);
@@ -129,9 +129,14 @@ final class FamilyMirrors {
    */
   void refusedAtOpen(String family, HeapMirror mirror, long estimatedKeys) {
     if (mirror.refusal() == HeapMirror.Refusal.FAMILY_TOO_LARGE) {
-      retries.computeIfAbsent(family, f -> new Retry()).keysWhenTooLarge = estimatedKeys;
+      tooLarge(family, estimatedKeys);
     }
     mirror.release();
+  }
+
+  /** A full scan tries {@code family} again once RocksDB estimates fewer keys than {@code keys}. */
+  private void tooLarge(String family, long keys) {
+    retries.computeIfAbsent(family, f -> new Retry()).keysWhenTooLarge = keys;
   }
 
   /** {@code mirror} of {@code family} refused what it was given: when may a scan try again. */
