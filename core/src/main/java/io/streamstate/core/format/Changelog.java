@@ -187,7 +187,7 @@ public record Changelog(
       } else if (code == Codec.LZ4.code) {
         head = Lz4Block.decompress(payload, offset, length, location);
       } else if (code == Codec.DEFLATE.code) {
-        head = inflateHead(payload, offset, location);
+        head = inflate(payload, offset, ENCODED_HEADER_BYTES, location, false);
       } else {
         throw r.corrupt("unknown changelog codec " + code);
       }
@@ -197,31 +197,6 @@ public record Changelog(
       throw h.corrupt("its changes are shorter than their header");
     }
     return new Stored(h.readLong(), h.readLong(), h.readLong(), payload, formatVersion, location);
-  }
-
-  /** The first bytes (up to the header's) that the zlib stream at {@code offset} inflates to. */
-  private static byte[] inflateHead(byte[] payload, int offset, String location) {
-    Inflater inflater = new Inflater();
-    try {
-      inflater.setInput(payload, offset, payload.length - offset);
-      byte[] out = new byte[ENCODED_HEADER_BYTES];
-      int n = 0;
-      while (n < out.length) {
-        int got = inflater.inflate(out, n, out.length - n);
-        if (got == 0
-            && (inflater.finished() || inflater.needsInput() || inflater.needsDictionary())) {
-          break;
-        }
-        n += got;
-      }
-      return Arrays.copyOf(out, n);
-    } catch (DataFormatException e) {
-      throw new CorruptFileException(
-          location + " is corrupt: its compressed changes do not inflate (" + e.getMessage() + ")",
-          e);
-    } finally {
-      inflater.end();
-    }
   }
 
   /** A compressed payload's first {@code headerBytes}: the codec's code and the encoded length. */
@@ -282,17 +257,26 @@ public record Changelog(
   }
 
   private static byte[] inflate(byte[] payload, int offset, int length, String location) {
+    refuseImpossibleLength(length, payload.length - offset, MAX_DEFLATE_RATIO, "deflate", location);
+    return inflate(payload, offset, length, location, true);
+  }
+
+  /**
+   * Inflates the zlib stream at {@code payload[offset..]} into at most {@code limit} bytes: exactly
+   * that many and the whole stream if {@code whole}, else what comes first (a header).
+   */
+  private static byte[] inflate(
+      byte[] payload, int offset, int limit, String location, boolean whole) {
     int compressed = payload.length - offset;
-    refuseImpossibleLength(length, compressed, MAX_DEFLATE_RATIO, "deflate", location);
     Inflater inflater = new Inflater();
     try {
       inflater.setInput(payload, offset, compressed);
       // Grown as the bytes come: what is allocated is bounded by what inflates, not by the length.
-      byte[] out = new byte[(int) Math.min(length, 16L * compressed + 1024)];
+      byte[] out = new byte[(int) Math.min(limit, 16L * compressed + 1024)];
       int n = 0;
-      while (n < length) {
+      while (n < limit) {
         if (n == out.length) {
-          out = Arrays.copyOf(out, (int) Math.min(length, 2L * out.length));
+          out = Arrays.copyOf(out, (int) Math.min(limit, 2L * out.length));
         }
         int got = inflater.inflate(out, n, out.length - n);
         if (got == 0
@@ -301,15 +285,15 @@ public record Changelog(
         }
         n += got;
       }
-      if (n != length || !inflater.finished() || inflater.getRemaining() != 0) {
+      if (whole && (n != limit || !inflater.finished() || inflater.getRemaining() != 0)) {
         throw new CorruptFileException(
             location
                 + " is corrupt: its compressed changes inflate to "
-                + (n < length ? n + " bytes, not " : "more than ")
-                + length
+                + (n < limit ? n + " bytes, not " : "more than ")
+                + limit
                 + " bytes");
       }
-      return out;
+      return n == out.length ? out : Arrays.copyOf(out, n);
     } catch (DataFormatException e) {
       throw new CorruptFileException(
           location + " is corrupt: its compressed changes do not inflate (" + e.getMessage() + ")",

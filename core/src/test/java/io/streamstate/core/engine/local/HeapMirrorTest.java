@@ -217,13 +217,7 @@ class HeapMirrorTest {
     assertThat(db.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
     assertThat(budget.heapMirrors().usedBytes()).isEqualTo(bytesOf(model));
     assertAnswersAs(db, model, random);
-    for (int version = 4; version <= 6; version++) {
-      List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
-      db.apply(changelog(version, changes));
-      applyToModel(model, changes);
-      assertAnswersAs(db, model, random);
-    }
-    assertThat(db.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
+    applyAndCheckMirror(db, model, random, 4, 6);
   }
 
   @Test
@@ -310,7 +304,16 @@ class HeapMirrorTest {
     assertThat(scan(db, null)).containsExactlyElementsOf(entries(model, null));
     assertThat(db.mirrored(FAMILY)).as("after a full scan").isTrue();
     assertThat(db.mirrorBytes(FAMILY)).isEqualTo(bytesOf(model));
-    for (int version = 5; version <= 8; version++) {
+    applyAndCheckMirror(db, model, random, 5, 8);
+  }
+
+  /**
+   * Applies random versions {@code from..to} to a mirrored {@code db} and the model; every read
+   * path answers as the model after each, and the mirror holds the model's bytes at the end.
+   */
+  private static void applyAndCheckMirror(
+      LocalDb db, TreeMap<byte[], byte[]> model, Random random, int from, int to) {
+    for (int version = from; version <= to; version++) {
       List<Changelog.Change> changes = changes(random, version, 1_500, 3_000);
       db.apply(changelog(version, changes));
       applyToModel(model, changes);
