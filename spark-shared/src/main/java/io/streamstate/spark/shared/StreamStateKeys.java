@@ -100,7 +100,9 @@ public final class StreamStateKeys {
                   + " to 64 MiB (keys, values and 48 bytes an entry) is read and scanned from the"
                   + " heap, kept exact by every commit, RocksDB staying the local engine"
                   + " (snapshots, restores); larger ones, or past this budget, are read from"
-                  + " RocksDB alone. Eviction scans of small states (window aggregations,"
+                  + " RocksDB alone. A store restored from a snapshot (a restart, a moved task)"
+                  + " is copied into the heap as it opens when RocksDB's estimate of its keys"
+                  + " fits. Eviction scans of small states (window aggregations,"
                   + " deduplication) step through the heap instead of through RocksDB's memtable"
                   + " versions (docs/bench/2026-12-03-issue21.md section 19). 0: none")
           .computedDefault("a tenth of the executor's heap, at most 512m")
