@@ -110,27 +110,43 @@ public record Changelog(
    * the encoded changes, 2 a codec in front of them.
    */
   public static Changelog decodeStored(byte[] payload, int formatVersion, String location) {
+    return decode(encoded(payload, formatVersion, location, false), location);
+  }
+
+  /**
+   * The encoded changes a verified stored payload holds (format version 1: the payload itself);
+   * with {@code headOnly}, at least their header where the codec can stop early (a deflated payload
+   * inflates its first bytes only; an LZ4 block, which cannot be read in part, decompresses whole).
+   */
+  private static byte[] encoded(
+      byte[] payload, int formatVersion, String location, boolean headOnly) {
     if (formatVersion == 1) {
-      return decode(payload, location);
+      return payload;
     }
     PayloadReader r = new PayloadReader(payload, location);
     int code = r.readByte();
     int length = r.readVarInt(Integer.MAX_VALUE - 64);
     int offset = payload.length - r.remaining();
     if (code == Codec.NONE.code) {
+      if (headOnly) {
+        return Arrays.copyOfRange(
+            payload, offset, Math.min(payload.length, offset + ENCODED_HEADER_BYTES));
+      }
       if (r.remaining() != length) {
         throw r.corrupt(
             "stored length " + r.remaining() + " differs from encoded length " + length);
       }
-      return decode(Arrays.copyOfRange(payload, offset, payload.length), location);
+      return Arrays.copyOfRange(payload, offset, payload.length);
     }
     if (code == Codec.LZ4.code) {
-      return decode(Lz4Block.decompress(payload, offset, length, location), location);
+      return Lz4Block.decompress(payload, offset, length, location);
     }
     if (code != Codec.DEFLATE.code) {
       throw r.corrupt("unknown changelog codec " + code);
     }
-    return decode(inflate(payload, offset, length, location), location);
+    return headOnly
+        ? inflate(payload, offset, ENCODED_HEADER_BYTES, location, false)
+        : inflate(payload, offset, length, location);
   }
 
   /**
@@ -167,32 +183,12 @@ public record Changelog(
   private static final int ENCODED_HEADER_BYTES = 24;
 
   /**
-   * Reads a verified payload's header, leaving its changes encoded (see {@link Stored}). A deflated
-   * payload inflates its first bytes only; an LZ4 block, which cannot be read in part, decompresses
-   * whole.
+   * Reads a verified payload's header, leaving its changes encoded (see {@link Stored}).
    *
    * @throws CorruptFileException the header does not decode
    */
   public static Stored readStored(byte[] payload, int formatVersion, String location) {
-    byte[] head;
-    if (formatVersion == 1) {
-      head = payload;
-    } else {
-      PayloadReader r = new PayloadReader(payload, location);
-      int code = r.readByte();
-      int length = r.readVarInt(Integer.MAX_VALUE - 64);
-      int offset = payload.length - r.remaining();
-      if (code == Codec.NONE.code) {
-        head = Arrays.copyOfRange(payload, offset, Math.min(payload.length, offset + 64));
-      } else if (code == Codec.LZ4.code) {
-        head = Lz4Block.decompress(payload, offset, length, location);
-      } else if (code == Codec.DEFLATE.code) {
-        head = inflate(payload, offset, ENCODED_HEADER_BYTES, location, false);
-      } else {
-        throw r.corrupt("unknown changelog codec " + code);
-      }
-    }
-    PayloadReader h = new PayloadReader(head, location);
+    PayloadReader h = new PayloadReader(encoded(payload, formatVersion, location, true), location);
     if (h.remaining() < ENCODED_HEADER_BYTES) {
       throw h.corrupt("its changes are shorter than their header");
     }
