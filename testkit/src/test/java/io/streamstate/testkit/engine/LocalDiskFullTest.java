@@ -156,13 +156,16 @@ class LocalDiskFullTest {
   }
 
   /**
-   * A mirrored store (every family in the heap) writes a version into RocksDB after its commit
-   * returned: a write that meets RocksDB's error state fails after the commit, which stays durable.
-   * The next load does not reuse the instance (it lacks that version): it restores from durable
-   * storage, equal to the reference, and the store goes on.
+   * A mirrored store (every family in the heap) leaves RocksDB behind until a snapshot reads it
+   * (WriteLag): with no room, the snapshot's flush fails clearly, and the commits go on from the
+   * heap, which none of them needs the local disk for. RocksDB keeps the failed flush's error (it
+   * refuses every later write), so once room is back the next snapshot's catch-up fails, naming it;
+   * the next load then restores from durable storage, and the store snapshots again. The state is
+   * the reference's throughout, and a fresh store loads every version from durable files alone.
    */
   @Test
-  void aMirroredStoreWhoseWriteFailsAfterItsCommitRestoresAtTheNextLoad() throws Exception {
+  void aMirroredStoreCommitsOnWhileItsLocalDiskIsFullAndSnapshotsOnceThereIsRoom()
+      throws Exception {
     InMemoryStorage durable = new InMemoryStorage();
     try (ProcessResources resources = new ProcessResources("diskfull-mirrored");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(64L << 20, 16L << 20)) {
@@ -177,18 +180,30 @@ class LocalDiskFullTest {
         assertThat(store.snapshotNow()).isEqualTo(3);
         commit(store, 4);
         limit.limitForTests(1);
-        assertThatThrownBy(store::snapshotNow).isInstanceOf(LocalDiskFullException.class);
+        assertThatThrownBy(store::snapshotNow)
+            .isInstanceOf(LocalDiskFullException.class)
+            .hasMessageContaining("local directory " + local + " is out of space");
         long durableLoads = store.metrics().snapshot().durableLoads();
-        commit(store, 5); // durable; its RocksDB write, after the commit, fails
-        limit.liftForTests();
+        commit(store, 5); // durable; nothing of it goes to the local disk
         try (StateTransaction tx = store.begin(5)) {
           assertState(tx, 5);
         }
         assertThat(store.metrics().snapshot().durableLoads())
-            .as("the instance that missed version 5's write was not reused")
-            .isEqualTo(durableLoads + 1);
+            .as("the instance missed nothing: reused")
+            .isEqualTo(durableLoads);
+        limit.liftForTests();
         commit(store, 6);
-        assertThat(store.snapshotNow()).isEqualTo(6);
+        assertThatThrownBy(store::snapshotNow)
+            .isInstanceOf(LocalDiskFullException.class)
+            .hasMessageContaining("catch-up to version 6");
+        try (StateTransaction tx = store.begin(6)) {
+          assertState(tx, 6);
+        }
+        assertThat(store.metrics().snapshot().durableLoads())
+            .as("the instance whose RocksDB refuses writes was not reused")
+            .isEqualTo(durableLoads + 1);
+        commit(store, 7);
+        assertThat(store.snapshotNow()).isEqualTo(7);
       }
       try (VersionedStore fresh =
           open(
@@ -197,7 +212,7 @@ class LocalDiskFullTest {
               local.resolveSibling("fresh"),
               StoreOptions.defaults(),
               EngineFixture.BUDGET)) {
-        for (long v = 1; v <= 6; v++) {
+        for (long v = 1; v <= 7; v++) {
           try (StateTransaction tx = fresh.begin(v)) {
             assertState(tx, v);
           }

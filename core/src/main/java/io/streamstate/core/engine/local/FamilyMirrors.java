@@ -4,6 +4,7 @@ import io.streamstate.core.format.Changelog;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -54,6 +55,34 @@ final class FamilyMirrors {
   /** Whether every one of {@code families} is mirrored. */
   boolean coverAll(Collection<String> families) {
     return mirrors.keySet().containsAll(families);
+  }
+
+  /**
+   * Each of {@code families}' published entries, in their order, or null unless every one is
+   * mirrored.
+   */
+  Map<String, HeapMirror.Entries> entriesOfAll(Collection<String> families) {
+    Map<String, HeapMirror.Entries> entries = new LinkedHashMap<>();
+    for (String family : families) {
+      HeapMirror mirror = mirrors.get(family);
+      if (mirror == null) {
+        return null;
+      }
+      entries.put(family, mirror.entries());
+    }
+    return entries;
+  }
+
+  /** Bytes the mirrors of {@code families} hold (0 for one not mirrored). */
+  long bytesOf(Collection<String> families) {
+    long bytes = 0;
+    for (String family : families) {
+      HeapMirror mirror = mirrors.get(family);
+      if (mirror != null) {
+        bytes += mirror.bytes();
+      }
+    }
+    return bytes;
   }
 
   /** An empty mirror for a new family, or null with mirrors off. */

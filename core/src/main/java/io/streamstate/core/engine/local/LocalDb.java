@@ -88,6 +88,12 @@ public final class LocalDb implements AutoCloseable {
    */
   private final FamilyMirrors mirrors;
 
+  /**
+   * What RocksDB has not been given while every family is mirrored ({@link WriteLag}); its own
+   * monitor serializes the applies that extend it and the catch-ups that end it.
+   */
+  private final WriteLag lag;
+
   /** Where filter rebuilds scan: the compaction pool's threads, or a test's executor. */
   private Executor backgroundExecutor = CompactionPool.EXECUTOR;
 
@@ -110,8 +116,9 @@ public final class LocalDb implements AutoCloseable {
   private volatile CompletableFuture<Void> compactions = CompletableFuture.completedFuture(null);
 
   /**
-   * The RocksDB write of the last {@link #apply}, when it runs after the apply returned; done
-   * otherwise. Completes normally: a failure goes to {@link #writeFailure}.
+   * The RocksDB write of the last {@link #apply}, when it runs after the apply returned, or of a
+   * lag's catch-up that {@link #compactionsDone} started; done otherwise. Completes normally: a
+   * failure goes to {@link #writeFailure}.
    */
   private volatile CompletableFuture<Void> pendingWrite = CompletableFuture.completedFuture(null);
 
@@ -158,6 +165,7 @@ public final class LocalDb implements AutoCloseable {
     this.storeName = storeName;
     this.dir = dir;
     this.mirrors = new FamilyMirrors(budget.heapMirrors());
+    this.lag = new WriteLag(budget.heapMirrors());
     this.dbOptions =
         new DBOptions()
             .setCreateIfMissing(true)
@@ -439,6 +447,13 @@ public final class LocalDb implements AutoCloseable {
     return mirrors.get(family) != null;
   }
 
+  /** Changes RocksDB took from ended write lags, so far (tests). */
+  long changesCaughtUp() {
+    synchronized (lag) {
+      return lag.changesCaughtUp();
+    }
+  }
+
   /** Bytes of {@code family}'s heap mirror, or -1 when it has none (tests). */
   long mirrorBytes(String family) {
     HeapMirror mirror = mirrors.get(family);
@@ -688,32 +703,55 @@ public final class LocalDb implements AutoCloseable {
    * RocksDB, in write batches of about a memtable each.
    *
    * <p>When every family is mirrored after the mirrors took the changes, readers see the new
-   * version in the heap alone, so the RocksDB write runs after this returns, on {@link
-   * LocalWritePool}: a commit then waits for its durable write and the mirrors, not for memtable
-   * inserts (the larger share of a small store's commit, docs/bench/2026-12-03-issue21.md section
-   * 20). Every later use of RocksDB (the next apply, a checkpoint, a read of a family not mirrored,
-   * close) waits for it first. If it fails, the mirrors stay exact, but the instance is not {@link
+   * version in the heap alone, and RocksDB is not written now: it lags ({@link WriteLag}) until
+   * something reads it (a checkpoint, a family whose mirror went), and then takes the difference
+   * between what it holds and the newest version, in which a key put and deleted in between never
+   * appears (issue 21 bench, section 24). A lag the heap budget refuses does not begin: the RocksDB
+   * write then runs after this returns, on {@link LocalWritePool} (a commit waits for its durable
+   * write and the mirrors, not for memtable inserts, section 20), and the next use of RocksDB waits
+   * for it. If a catch-up or a write fails, the mirrors stay exact, but the instance is not {@link
    * #usable} any more: its holder discards it and the next load restores from durable storage.
    */
   public void apply(Changelog changelog) {
     checkOpen();
-    awaitWrites();
+    awaitPendingWrite();
     applies++; // before any change: a scan running now builds no filter
     boolean applied = false;
-    try {
-      applyFamilyOps(changelog);
-      applyToMirrors(changelog);
-      if (writesAfterApply && everyFamilyMirrored()) {
-        pendingWrite = CompletableFuture.runAsync(() -> writeAfterApply(changelog), writeExecutor);
-      } else {
-        writeChanges(changelog);
-      }
-      applied = true;
-    } catch (RocksDBException e) {
-      throw failure("write", e);
-    } finally {
-      if (!applied) {
-        mirrors.dropAll(); // applied in part: the instance is discarded next
+    synchronized (lag) {
+      try {
+        applyFamilyOps(changelog);
+        // What RocksDB holds, if the mirrors hold it too: where a lag may begin.
+        Map<String, HeapMirror.Entries> rocksDbHolds =
+            writesAfterApply && !lag.lagging() ? mirrors.entriesOfAll(families.keySet()) : null;
+        long heldBytes = rocksDbHolds == null ? 0 : mirrors.bytesOf(families.keySet());
+        applyToMirrors(changelog);
+        Map<String, HeapMirror.Entries> newest =
+            writesAfterApply ? mirrors.entriesOfAll(families.keySet()) : null;
+        if (newest != null
+            && (lag.lagging() || (rocksDbHolds != null && lag.begin(rocksDbHolds, heldBytes)))) {
+          lag.advance(changelog.version(), newest);
+        } else if (newest != null) {
+          pendingWrite =
+              CompletableFuture.runAsync(() -> writeAfterApply(changelog), writeExecutor);
+        } else {
+          if (lag.lagging()) {
+            writeChanges(lag.end()); // up to the version before this one, which a mirror left
+          }
+          writeChanges(changelog);
+        }
+        applied = true;
+      } catch (RocksDBException e) {
+        throw failure("write", e);
+      } finally {
+        if (!applied) {
+          if (lag.lagging()) {
+            lag.discard();
+            writeFailure = // RocksDB lacks what the lag held: never read it again
+                new StreamStateException(
+                    "the apply of version " + changelog.version() + " failed while RocksDB lagged");
+          }
+          mirrors.dropAll(); // applied in part: the instance is discarded next
+        }
       }
     }
   }
@@ -726,6 +764,7 @@ public final class LocalDb implements AutoCloseable {
           families.put(
               op.family(),
               db.createColumnFamily(new ColumnFamilyDescriptor(bytes(op.family()), familyOptions)));
+          lag.familyCreated(op.family());
           startEmptyMirrorOrFilter(op.family());
         }
       } else {
@@ -737,6 +776,7 @@ public final class LocalDb implements AutoCloseable {
         if (handle != null) {
           db.dropColumnFamily(handle);
           handle.close();
+          lag.familyDropped(op.family());
         }
       }
     }
@@ -780,10 +820,55 @@ public final class LocalDb implements AutoCloseable {
   }
 
   /**
+   * Brings RocksDB up to the newest version applied, for a use of RocksDB itself: waits for a write
+   * that runs after its apply returned, and ends a {@link WriteLag}, writing its difference now.
+   * Throws if a write (this one or an earlier one) failed.
+   */
+  private void awaitWrites() {
+    awaitPendingWrite();
+    RuntimeException failed = catchUp();
+    if (failed != null) {
+      throw failed;
+    }
+  }
+
+  /**
+   * Ends a {@link WriteLag}, if one lasts, writing its difference into RocksDB in the calling
+   * thread; a failure is kept for {@link #usable} and returned.
+   */
+  private RuntimeException catchUp() {
+    synchronized (lag) {
+      if (!lag.lagging()) {
+        return null;
+      }
+      Changelog owed = lag.end();
+      try {
+        writeChanges(owed);
+        return null;
+      } catch (RocksDBException | RuntimeException | Error e) {
+        writeFailure = failure("catch-up to version " + owed.version(), e);
+        return writeFailure;
+      }
+    }
+  }
+
+  /** {@link #catchUp} on {@link #writeExecutor}, as a write after an apply; a failure is logged. */
+  private void catchUpAfterApply() {
+    RuntimeException failed = catchUp();
+    if (failed != null) {
+      LOG.warn(
+          "Store {}: writing what its heap mirrors hold to the local RocksDB failed; the next load"
+              + " restores from durable storage",
+          storeName,
+          failed);
+    }
+  }
+
+  /**
    * Waits for a RocksDB write that runs after its apply returned; throws if it (or an earlier one)
    * failed.
    */
-  private void awaitWrites() {
+  private void awaitPendingWrite() {
     CompletableFuture<Void> write = pendingWrite;
     if (!write.isDone()) {
       write.join(); // completes normally: writeAfterApply keeps its failure
@@ -975,11 +1060,18 @@ public final class LocalDb implements AutoCloseable {
   }
 
   /**
-   * Completes when the compactions after large deletes started so far have ended (at once if there
-   * are none); never exceptionally.
+   * Completes when RocksDB has every version applied and the compactions after large deletes
+   * started so far have ended (at once if there are none); never exceptionally. A {@link WriteLag}
+   * ends on {@link #writeExecutor} first (its deletions may start a compaction), not in the caller.
    */
   public CompletableFuture<Void> compactionsDone() {
-    CompletableFuture<Void> write = pendingWrite; // it may start one
+    CompletableFuture<Void> write;
+    synchronized (lag) {
+      if (lag.lagging()) {
+        pendingWrite = pendingWrite.thenRunAsync(this::catchUpAfterApply, writeExecutor);
+      }
+      write = pendingWrite; // it may start one
+    }
     return write.isDone() ? compactions : write.thenCompose(v -> compactions);
   }
 
@@ -1119,6 +1211,11 @@ public final class LocalDb implements AutoCloseable {
       cancelFilterRebuild(family); // as does a rebuild's scan, and its snapshot
     }
     closed = true;
+    synchronized (lag) {
+      if (lag.lagging()) {
+        lag.discard(); // nothing reads this RocksDB again
+      }
+    }
     mirrors.dropAll();
     openDatabases.remove(this);
     List<ColumnFamilyHandle> handles = new ArrayList<>(families.values());

@@ -514,9 +514,113 @@ class HeapMirrorTest {
     return releaser;
   }
 
+  /**
+   * Version {@code v} of a window-like workload: puts keys {@code v*100 ..} (new), re-puts half of
+   * the previous version's keys with new values, and deletes the keys put three versions earlier.
+   */
+  private static List<Changelog.Change> windowLike(int v) {
+    TreeMap<byte[], byte[]> batch = new TreeMap<>(Arrays::compareUnsigned);
+    for (int i = v * 100; i < v * 100 + 100; i++) {
+      batch.put(key(i), value(i, v));
+    }
+    for (int i = (v - 1) * 100; i < (v - 1) * 100 + 50 && v > 1; i++) {
+      batch.put(key(i), value(i, v));
+    }
+    for (int i = (v - 3) * 100; i < (v - 3) * 100 + 100 && v > 3; i++) {
+      batch.put(key(i), null);
+    }
+    List<Changelog.Change> changes = new ArrayList<>();
+    batch.forEach((k, val) -> changes.add(new Changelog.Change(k, val)));
+    return changes;
+  }
+
   @Test
-  void aMirroredStoresApplyReturnsBeforeItsRocksDbWriteAndACheckpointWaitsForIt() throws Exception {
+  void aMirroredStoresRocksDbTakesOnlyTheDifferenceAndOnlyWhenACheckpointReadsIt() {
+    RocksDbMemoryBudget budget = budget(64L << 20);
+    LocalDb db = open("m", tmp.resolve("m"), budget);
+    HeldWrites writes = new HeldWrites();
+    db.writeExecutor(writes);
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(23);
+    long applied = 0;
+    for (int v = 1; v <= 10; v++) {
+      List<Changelog.Change> changes = windowLike(v);
+      db.apply(changelog(v, changes));
+      applyToModel(model, changes);
+      applied += changes.size();
+    }
+    assertThat(writes.held()).as("no write after an apply either").isZero();
+    assertThat(db.changesCaughtUp()).as("nothing written yet").isZero();
+    assertAnswersAs(db, model, random);
+    db.checkpoint(tmp.resolve("first"));
+    // From an empty RocksDB: one put per live key, none for the 700 keys put and deleted since.
+    assertThat(db.changesCaughtUp()).isEqualTo(model.size()).isLessThan(applied / 3);
+    assertAnswersAs(open("r1", tmp.resolve("first"), budget(0)), model, random);
+
+    // A lag from a state RocksDB holds: the entries the mirror had then are charged until it ends.
+    long mirrorAtStart = db.mirrorBytes(FAMILY);
+    for (int v = 11; v <= 16; v++) {
+      List<Changelog.Change> changes = windowLike(v);
+      db.apply(changelog(v, changes));
+      applyToModel(model, changes);
+      assertThat(budget.heapMirrors().usedBytes())
+          .isEqualTo(db.mirrorBytes(FAMILY) + mirrorAtStart);
+    }
+    long before = db.changesCaughtUp();
+    db.checkpoint(tmp.resolve("second"));
+    assertThat(budget.heapMirrors().usedBytes()).isEqualTo(db.mirrorBytes(FAMILY));
+    // Keys 800-1099 deleted, 1400-1699 put: the 300 keys between came and went in the lag.
+    assertThat(db.changesCaughtUp() - before).isEqualTo(300 + 300);
+    assertAnswersAs(open("r2", tmp.resolve("second"), budget(0)), model, random);
+    assertThat(writes.held()).isZero();
+  }
+
+  @Test
+  void familiesCreatedAndDroppedWhileRocksDbLagsReachItAsTheNewestVersionHasThem() {
     LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
+    db.apply(createExtraWithKeyOne());
+    db.apply(
+        new Changelog(
+            2,
+            2,
+            1,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.DROP, "extra")),
+            List.of()));
+    db.apply(
+        new Changelog(
+            3,
+            3,
+            2,
+            List.of(
+                new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "extra"),
+                new Changelog.FamilyOp(Changelog.FamilyOp.Kind.CREATE, "other")),
+            List.of(
+                new Changelog.FamilyChanges(
+                    "extra", List.of(new Changelog.Change(key(2), value(2, 3)))),
+                new Changelog.FamilyChanges(
+                    "other", List.of(new Changelog.Change(key(3), value(3, 3)))))));
+    db.apply(
+        new Changelog(
+            4,
+            4,
+            3,
+            List.of(new Changelog.FamilyOp(Changelog.FamilyOp.Kind.DROP, "other")),
+            List.of(
+                new Changelog.FamilyChanges(
+                    FAMILY, List.of(new Changelog.Change(key(4), value(4, 4)))))));
+    db.checkpoint(tmp.resolve("checkpoint"));
+    LocalDb restored = open("r", tmp.resolve("checkpoint"), budget(0));
+    assertThat(restored.familyNames()).containsExactlyInAnyOrder(FAMILY, "extra");
+    assertThat(restored.get("extra", key(1))).as("put before the family was dropped").isNull();
+    assertThat(restored.get("extra", key(2))).isEqualTo(value(2, 3));
+    assertThat(restored.get(FAMILY, key(4))).isEqualTo(value(4, 4));
+  }
+
+  @Test
+  void aLagTheBudgetRefusesLeavesTheWriteToRunAfterTheApplyAndACheckpointWaitsForIt()
+      throws Exception {
+    RocksDbMemoryBudget budget = budget(64L << 20);
+    LocalDb db = open("m", tmp.resolve("m"), budget);
     HeldWrites writes = new HeldWrites();
     db.writeExecutor(writes);
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
@@ -524,21 +628,35 @@ class HeapMirrorTest {
     List<Changelog.Change> first = changes(random, 1, 2_000, 3_000);
     db.apply(changelog(1, first));
     applyToModel(model, first);
+    db.checkpoint(tmp.resolve("first")); // RocksDB holds version 1
+    // Other stores' mirrors hold the budget but for half this mirror: a lag from here (charging
+    // the whole mirror) is refused, the next version's few new entries still fit.
+    HeapMirrorBudget heap = budget.heapMirrors();
+    long others = heap.capBytes() - heap.usedBytes() - db.mirrorBytes(FAMILY) / 2;
+    assertThat(heap.tryCharge(others)).isTrue();
+    List<Changelog.Change> second = changes(random, 2, 200, 3_000);
+    db.apply(changelog(2, second));
+    applyToModel(model, second);
+    assertThat(db.mirrored(FAMILY)).isTrue();
     assertThat(writes.held()).as("RocksDB's write waits, the apply returned").isEqualTo(1);
     assertAnswersAs(db, model, random); // from the mirror alone
     assertThat(db.estimateKeys()).isEqualTo(model.size());
 
     // The next apply writes after the held one, and a checkpoint has both.
     Thread releaser = releaseWhenWaiting(Thread.currentThread(), writes);
-    List<Changelog.Change> second = changes(random, 2, 2_000, 3_000);
-    db.apply(changelog(2, second));
+    List<Changelog.Change> third = changes(random, 3, 200, 3_000);
+    db.apply(changelog(3, third));
     releaser.join();
-    applyToModel(model, second);
+    applyToModel(model, third);
     releaser = releaseWhenWaiting(Thread.currentThread(), writes);
     Path checkpoint = tmp.resolve("checkpoint");
     db.checkpoint(checkpoint);
     releaser.join();
     assertThat(writes.held()).isZero();
+    assertThat(db.changesCaughtUp())
+        .as("only version 1's lag")
+        .isEqualTo(first.stream().filter(c -> !c.isDelete()).count());
+    heap.release(others);
     LocalDb restored = open("r", checkpoint, budget(0));
     assertAnswersAs(restored, model, random);
     assertThat(restored.hasLiveKeyFilter(FAMILY))
@@ -555,9 +673,9 @@ class HeapMirrorTest {
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
     Random random = new Random(13);
     db.apply(createExtraWithKeyOne());
-    assertThat(writes.held()).isEqualTo(1);
-    writes.release();
-    // Out of order: the default family's mirror goes, so the apply writes before it returns.
+    assertThat(writes.held()).as("RocksDB lags: nothing to write yet").isZero();
+    // Out of order: the default family's mirror goes, so the apply writes before it returns,
+    // after what RocksDB lagged behind (version 1's key in "extra").
     List<Changelog.Change> reversed = new ArrayList<>(changes(random, 2, 500, 3_000));
     java.util.Collections.reverse(reversed);
     db.apply(changelog(2, reversed));
@@ -565,6 +683,10 @@ class HeapMirrorTest {
     assertThat(db.mirrored(FAMILY)).isFalse();
     assertThat(db.mirrored("extra")).isTrue();
     assertThat(writes.held()).as("written before the apply returned").isZero();
+    assertThat(db.changesCaughtUp()).isEqualTo(1);
     assertAnswersAs(db, model, random);
+    db.checkpoint(tmp.resolve("checkpoint"));
+    assertThat(open("r", tmp.resolve("checkpoint"), budget(0)).get("extra", key(1)))
+        .isEqualTo(value(1, 1));
   }
 }
