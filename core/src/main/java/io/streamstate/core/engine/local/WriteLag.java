@@ -44,10 +44,8 @@ final class WriteLag {
   /** Bytes charged to the budget for the entries {@link #written} holds. */
   private long charged;
 
-  /** Changes handed to RocksDB by catch-ups, and versions applied while lagging (tests, logs). */
+  /** Changes handed to RocksDB by catch-ups so far (tests). */
   private long changesCaughtUp;
-
-  private long versionsDeferred;
 
   WriteLag(HeapMirrorBudget budget) {
     this.budget = budget;
@@ -78,7 +76,6 @@ final class WriteLag {
   void advance(long version, Map<String, HeapMirror.Entries> entries) {
     newest = entries;
     newestVersion = version;
-    versionsDeferred++;
   }
 
   /** RocksDB created the family, empty, while lagging. */
@@ -133,10 +130,6 @@ final class WriteLag {
 
   long changesCaughtUp() {
     return changesCaughtUp;
-  }
-
-  long versionsDeferred() {
-    return versionsDeferred;
   }
 
   /** The puts and deletes that turn {@code from} into {@code to}, in key order. */

@@ -500,6 +500,13 @@ class HeapMirrorTest {
     }
   }
 
+  /** A fresh store "m" whose writes after an apply wait in {@code writes}. */
+  private LocalDb openHoldingWrites(RocksDbMemoryBudget budget, HeldWrites writes) {
+    LocalDb db = open("m", tmp.resolve("m"), budget);
+    db.writeExecutor(writes);
+    return db;
+  }
+
   /** Releases {@code writes} once {@code waiter} waits (on the write it holds, if all is right). */
   private static Thread releaseWhenWaiting(Thread waiter, HeldWrites writes) {
     Thread releaser =
@@ -537,9 +544,8 @@ class HeapMirrorTest {
   @Test
   void aMirroredStoresRocksDbTakesOnlyTheDifferenceAndOnlyWhenACheckpointReadsIt() {
     RocksDbMemoryBudget budget = budget(64L << 20);
-    LocalDb db = open("m", tmp.resolve("m"), budget);
     HeldWrites writes = new HeldWrites();
-    db.writeExecutor(writes);
+    LocalDb db = openHoldingWrites(budget, writes);
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
     Random random = new Random(23);
     long applied = 0;
@@ -620,9 +626,8 @@ class HeapMirrorTest {
   void aLagTheBudgetRefusesLeavesTheWriteToRunAfterTheApplyAndACheckpointWaitsForIt()
       throws Exception {
     RocksDbMemoryBudget budget = budget(64L << 20);
-    LocalDb db = open("m", tmp.resolve("m"), budget);
     HeldWrites writes = new HeldWrites();
-    db.writeExecutor(writes);
+    LocalDb db = openHoldingWrites(budget, writes);
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
     Random random = new Random(11);
     List<Changelog.Change> first = changes(random, 1, 2_000, 3_000);
@@ -667,9 +672,8 @@ class HeapMirrorTest {
   @Test
   void aStoreWithAFamilyNotMirroredWritesBeforeItsApplyReturns() {
     // Room for the first version's mirror, not the second's.
-    LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
     HeldWrites writes = new HeldWrites();
-    db.writeExecutor(writes);
+    LocalDb db = openHoldingWrites(budget(64L << 20), writes);
     TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
     Random random = new Random(13);
     db.apply(createExtraWithKeyOne());
