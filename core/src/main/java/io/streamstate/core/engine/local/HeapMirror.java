@@ -12,10 +12,11 @@ import java.util.List;
  * RocksDB stays the local engine: what snapshots, restores and recovery read.
  *
  * <p>Exact or absent, never partial: made empty with a new family or from a scan of the whole
- * family that no apply interrupted ({@link LocalDb#newIterator}), changed by every apply with the
- * same changes as RocksDB, dropped (and its bytes given back) once it outgrows the budget. Keys and
- * values are the changelog's own arrays: nothing changes them after a commit, and readers do not
- * write into what they are given (Spark's HDFS-backed provider hands out its map's own rows too).
+ * family that no apply interrupted ({@link LocalDb#newIterator}), changed by every apply (RocksDB
+ * takes the same changes then, or later as a {@link WriteLag}'s difference), dropped (and its bytes
+ * given back) once it outgrows the budget. Keys and values are the changelog's own arrays: nothing
+ * changes them after a commit, and readers do not write into what they are given (Spark's
+ * HDFS-backed provider hands out its map's own rows too).
  *
  * <p>Two sorted arrays, not a tree: a commit's changes come in key order, so an apply is one merge
  * (a pass over the entries, reference copies), where a tree pays a search per change; a lookup is a
