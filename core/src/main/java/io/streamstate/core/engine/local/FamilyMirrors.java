@@ -73,6 +73,20 @@ final class FamilyMirrors {
     return entries;
   }
 
+  /**
+   * Whether a mirror holds more than half of one family's cap: a store that may soon outgrow its
+   * mirror, whose RocksDB should not lag behind (see {@link WriteLag}).
+   */
+  boolean anyPastHalfItsCap() {
+    long half = budget.familyCapBytes() / 2;
+    for (HeapMirror mirror : mirrors.values()) {
+      if (mirror.bytes() > half) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Bytes the mirrors of {@code families} hold (0 for one not mirrored). */
   long bytesOf(Collection<String> families) {
     long bytes = 0;

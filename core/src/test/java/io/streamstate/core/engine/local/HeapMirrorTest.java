@@ -582,6 +582,38 @@ class HeapMirrorTest {
   }
 
   @Test
+  void aStorePastHalfItsMirrorCapCatchesUpOnThePoolAndLagsNoMore() {
+    RocksDbMemoryBudget budget = budget(150_000); // one family's mirror: 150,000 bytes
+    HeldWrites writes = new HeldWrites();
+    LocalDb db = openHoldingWrites(budget, writes);
+    TreeMap<byte[], byte[]> model = new TreeMap<>(Arrays::compareUnsigned);
+    Random random = new Random(29);
+    List<Changelog.Change> first = changes(random, 1, 300, 3_000);
+    db.apply(changelog(1, first));
+    applyToModel(model, first);
+    assertThat(writes.held()).as("well under half the cap: RocksDB lags").isZero();
+
+    List<Changelog.Change> second = changes(random, 2, 2_000, 3_000);
+    db.apply(changelog(2, second));
+    applyToModel(model, second);
+    assertThat(db.mirrorBytes(FAMILY)).isBetween(75_001L, 150_000L);
+    assertThat(writes.held()).as("past half: the lag ends on the pool").isEqualTo(1);
+    writes.release();
+    long caughtUp = db.changesCaughtUp();
+    assertThat(caughtUp).isEqualTo(model.size());
+
+    List<Changelog.Change> third = changes(random, 3, 200, 3_000);
+    db.apply(changelog(3, third));
+    applyToModel(model, third);
+    assertThat(writes.held()).as("no lag begins: written after the apply").isEqualTo(1);
+    writes.release();
+    assertThat(db.changesCaughtUp()).as("version 3 as it came, not a catch-up").isEqualTo(caughtUp);
+    db.checkpoint(tmp.resolve("checkpoint"));
+    assertAnswersAs(open("r", tmp.resolve("checkpoint"), budget(0)), model, random);
+    assertAnswersAs(db, model, random);
+  }
+
+  @Test
   void familiesCreatedAndDroppedWhileRocksDbLagsReachItAsTheNewestVersionHasThem() {
     LocalDb db = open("m", tmp.resolve("m"), budget(64L << 20));
     db.apply(createExtraWithKeyOne());
