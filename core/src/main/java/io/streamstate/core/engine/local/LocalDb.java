@@ -727,25 +727,26 @@ public final class LocalDb implements AutoCloseable {
         applyToMirrors(changelog);
         Map<String, HeapMirror.Entries> newest =
             writesAfterApply ? mirrors.entriesOfAll(families.keySet()) : null;
-        // A store whose mirror may soon not fit does not lag: when a mirror is dropped, RocksDB
-        // must catch up before the commit returns, a whole mirror's worth (1.5-2.9 s once in a
-        // 10M run's second batch, issue 21 bench section 24). It catches up on the pool instead.
-        boolean nearCap = newest != null && mirrors.anyPastHalfItsCap();
-        if (newest != null
-            && (lag.lagging()
-                || (rocksDbHolds != null && !nearCap && lag.begin(rocksDbHolds, heldBytes)))) {
-          lag.advance(changelog.version(), newest);
-          if (nearCap) {
-            pendingWrite = CompletableFuture.runAsync(this::catchUpAfterApply, writeExecutor);
-          }
-        } else if (newest != null) {
-          pendingWrite =
-              CompletableFuture.runAsync(() -> writeAfterApply(changelog), writeExecutor);
-        } else {
+        if (newest == null) {
           if (lag.lagging()) {
             writeChanges(lag.end()); // up to the version before this one, which a mirror left
           }
           writeChanges(changelog);
+        } else {
+          // A store whose mirror may soon not fit does not lag: a mirror dropped while RocksDB
+          // lags makes it catch up, a mirror's worth, before the commit returns. It catches up
+          // on the pool instead, and later versions are written after their applies.
+          boolean nearCap = mirrors.anyPastHalfItsCap();
+          if (lag.lagging()
+              || (rocksDbHolds != null && !nearCap && lag.begin(rocksDbHolds, heldBytes))) {
+            lag.advance(changelog.version(), newest);
+            if (nearCap) {
+              pendingWrite = CompletableFuture.runAsync(this::catchUpAfterApply, writeExecutor);
+            }
+          } else {
+            pendingWrite =
+                CompletableFuture.runAsync(() -> writeAfterApply(changelog), writeExecutor);
+          }
         }
         applied = true;
       } catch (RocksDBException e) {
