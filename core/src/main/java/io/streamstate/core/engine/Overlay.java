@@ -8,10 +8,10 @@ import java.util.function.BiConsumer;
 
 /**
  * A transaction's uncommitted changes to one column family, in key order. Callers change keys while
- * iterating: {@link MergingIterator} never holds an iterator of this map across a change, it looks
- * its next entry up again ({@code higherEntry}) once the count of changes moved, so a plain {@link
- * TreeMap} does (a concurrent skip list cost about a tenth of a window aggregation's task time in
- * its puts, issue 21); a single thread uses it. Every change goes through {@link #put} or {@link
+ * iterating: {@link MergingIterator} steps an iterator of this map only while no key was added to
+ * it ({@link #insertions}), and otherwise looks its next entry up again, so a plain {@link TreeMap}
+ * does (a concurrent skip list cost about a tenth of a window aggregation's task time in its puts,
+ * issue 21); a single thread uses it. Every change goes through {@link #put} or {@link
  * #appendDeleted}, which count it.
  *
  * <p>Beside the map, the <em>scan deletions</em>: committed keys deleted right after a forward scan
@@ -31,6 +31,11 @@ final class Overlay {
 
   /** Changes made so far (the transaction's thread only). */
   private int modifications;
+
+  /**
+   * Changes that added a key to {@link #changes} (the others replaced a value or were appended).
+   */
+  private int insertions;
 
   /** The key of the newest change. */
   private byte[] lastChangedKey;
@@ -61,6 +66,9 @@ final class Overlay {
     modifications++;
     lastChangedKey = key;
     byte[] previous = changes.put(key, value);
+    if (previous == null) {
+      insertions++;
+    }
     if (previous == null && scanDeleted(key)) {
       deletedChangedAgain++;
       return TOMBSTONE;
@@ -167,6 +175,14 @@ final class Overlay {
   /** The key of the newest change, or null before any; not to be changed by the caller. */
   byte[] lastChangedKey() {
     return lastChangedKey;
+  }
+
+  /**
+   * How many changes added a key to {@link #changes}: an iterator of the map (which fails on such a
+   * change, not on a replaced value) is valid while this is unchanged.
+   */
+  int insertions() {
+    return insertions;
   }
 
   /** How many changes were made so far: an iterator's cached position is valid while unchanged. */

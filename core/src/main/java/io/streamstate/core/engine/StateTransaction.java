@@ -94,7 +94,11 @@ public final class StateTransaction implements AutoCloseable {
       }
     }
     if (db.mirrored(family)) {
-      return db.get(family, key); // one search of the heap, nothing worth remembering
+      byte[] committed = db.get(family, key); // one search of the heap
+      lastReadFamily = family;
+      lastReadKey = key.clone();
+      lastReadFound = committed != null;
+      return committed;
     }
     if (!db.mightContain(family, key)) {
       return null; // cheaper to ask again than to remember
@@ -146,8 +150,11 @@ public final class StateTransaction implements AutoCloseable {
       // entries while iterating over them): it exists, no need to read it again.
       return true;
     }
+    if (lastReadKey != null && family.equals(lastReadFamily) && Arrays.equals(key, lastReadKey)) {
+      return lastReadFound; // a read, then a put of the same key: Spark's aggregation and dedup
+    }
     if (db.mirrored(family)) {
-      return db.exists(family, key); // one search of the heap, nothing worth remembering
+      return db.exists(family, key); // one search of the heap
     }
     if (!db.mightContain(family, key)) {
       return false;
@@ -164,6 +171,16 @@ public final class StateTransaction implements AutoCloseable {
 
   /** Keys whose committed existence this transaction looked up, so far, per family. */
   private final Map<String, ExistenceMemo> committedExistence = new HashMap<>();
+
+  /**
+   * The key of a mirrored family this transaction read last (a copy), and whether it was committed:
+   * the put that follows a read asks the same, and a heap search costs more than this comparison.
+   * The committed state does not change while a transaction is open.
+   */
+  private String lastReadFamily;
+
+  private byte[] lastReadKey;
+  private boolean lastReadFound;
 
   /** The key an iterator of this transaction last returned from the committed state, a copy. */
   private String lastIteratedFamily;
