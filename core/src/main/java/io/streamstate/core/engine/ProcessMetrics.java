@@ -113,7 +113,7 @@ public final class ProcessMetrics {
     HEAP_MIRROR_BYTES(
         Kind.GAUGE,
         "heapMirrorBytes",
-        "JVM heap held by heap mirrors now: small stores' committed entries, 48 bytes an entry"
+        "JVM heap held by heap mirrors now: small stores' committed entries, 64 bytes an entry"
             + " over its key and value");
 
     private final Kind kind;

@@ -97,7 +97,7 @@ public final class StreamStateKeys {
               ConfigKey.Type.SIZE,
               null,
               "heap for copies of small stores' committed state: a store's column family of up"
-                  + " to 64 MiB (keys, values and 48 bytes an entry) is read and scanned from the"
+                  + " to 64 MiB (keys, values and 64 bytes an entry) is read and scanned from the"
                   + " heap, kept exact by every commit, RocksDB staying the local engine"
                   + " (snapshots, restores): it takes a mirrored store's changes when a snapshot"
                   + " reads it, as the difference since the last one, whose replaced entries this"

@@ -225,15 +225,16 @@ class HeapMirrorTest {
     TreeMap<byte[], byte[]> model = restorable(tmp.resolve("restored"), new Random(37));
     restorable(tmp.resolve("restored-copy"), new Random(37)); // the same state again
     Random random = new Random(41);
-    // More keys than a 40,000-byte family cap holds at 48 bytes an entry: not scanned at all.
+    // More keys than a 40,000-byte family cap holds at its overhead an entry: not scanned at all.
     assertThat(model.size()).isGreaterThan(40_000 / (int) HeapMirror.ENTRY_OVERHEAD);
     RocksDbMemoryBudget tiny = budget(40_000);
     LocalDb byEstimate = open("e", tmp.resolve("restored"), tiny);
     assertThat(byEstimate.mirrored(FAMILY)).isFalse();
     // Few enough keys by the estimate, too many bytes: the scan stops at the cap, gives it back.
-    assertThat(bytesOf(model)).isGreaterThan(100_000);
-    assertThat(model.size()).isLessThan(100_000 / (int) HeapMirror.ENTRY_OVERHEAD);
-    RocksDbMemoryBudget small = budget(100_000);
+    long smallCap = (bytesOf(model) + model.size() * HeapMirror.ENTRY_OVERHEAD) / 2;
+    assertThat(bytesOf(model)).isGreaterThan(smallCap);
+    assertThat((long) model.size()).isLessThan(smallCap / HeapMirror.ENTRY_OVERHEAD);
+    RocksDbMemoryBudget small = budget(smallCap);
     LocalDb byBytes = open("b", tmp.resolve("restored-copy"), small);
     assertThat(byBytes.mirrored(FAMILY)).isFalse();
     assertThat(small.heapMirrors().usedBytes()).isZero();
