@@ -901,10 +901,18 @@ public final class LocalDb implements AutoCloseable {
     return writeFailure == null;
   }
 
+  /**
+   * The most bytes one write batch holds: rocksdbjni copies a serialized batch into native memory
+   * twice, and glibc maps every allocation from 128 KiB up afresh, so each batch of a memtable's
+   * size (16 MiB) faulted its pages in during the copy (issue 21 bench, section 25).
+   */
+  private static final long WRITE_PIECE_BYTES = 64L << 10;
+
   /** Writes a version's changes into RocksDB (the mirrors took them already). */
   private void writeChanges(Changelog changelog) throws RocksDBException {
+    long pieceBytes = Math.min(writeBufferBytes, WRITE_PIECE_BYTES);
     // A first guess of the batch's size (it grows if short), at most one piece's.
-    long initialBytes = Math.min(changelog.changeCount() * 64L, 2 * writeBufferBytes);
+    long initialBytes = Math.min(changelog.changeCount() * 64L, pieceBytes + (pieceBytes >> 2));
     WriteBatchRep batch = new WriteBatchRep(initialBytes);
     Map<String, Long> deletesByFamily = new LinkedHashMap<>();
     List<String> filtersToRebuild = new ArrayList<>();
@@ -915,7 +923,7 @@ public final class LocalDb implements AutoCloseable {
       LiveKeyFilter filter = takeRebuiltFilter(fc.family());
       FilterRebuild rebuild = filterRebuilds.get(fc.family());
       for (Changelog.Change c : fc.changes()) {
-        if (batch.bytes() >= writeBufferBytes) {
+        if (batch.bytes() >= pieceBytes) {
           // A batch goes into one memtable whole, and memtables are charged to the memory
           // budget, pinned: a commit of millions of changes (an eviction) in one batch grew the
           // memtables past the cap (503 MB pinned at a 256 MiB cap). In pieces of a memtable's
