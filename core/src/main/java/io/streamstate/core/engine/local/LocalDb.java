@@ -700,7 +700,7 @@ public final class LocalDb implements AutoCloseable {
 
   /**
    * Applies one version's changes: families created or dropped first, then the heap mirrors, then
-   * RocksDB, in write batches of about a memtable each.
+   * RocksDB, in write batches of at most 64 KiB each.
    *
    * <p>When every family is mirrored after the mirrors took the changes, readers see the new
    * version in the heap alone, and RocksDB is not written now: it lags ({@link WriteLag}) until
