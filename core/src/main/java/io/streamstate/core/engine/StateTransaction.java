@@ -151,7 +151,7 @@ public final class StateTransaction implements AutoCloseable {
       return true;
     }
     if (lastReadKey != null && family.equals(lastReadFamily) && Arrays.equals(key, lastReadKey)) {
-      return lastReadFound; // a read, then a put of the same key: Spark's aggregation and dedup
+      return lastReadFound; // a read, then a put of the same key: Spark's deduplication
     }
     if (db.mirrored(family)) {
       return db.exists(family, key); // one search of the heap

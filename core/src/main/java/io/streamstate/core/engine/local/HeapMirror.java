@@ -99,7 +99,7 @@ final class HeapMirror {
 
   /**
    * An open-addressing table (linear probing) of positions plus one (0: empty) by {@code hashes},
-   * its size the power of two at or above 1.5 entries a slot.
+   * its size the smallest power of two that gives each entry at least 1.5 slots.
    */
   private static int[] tableOf(int[] hashes, int size) {
     int slots = Integer.highestOneBit(Math.max(2, size + (size >> 1)) - 1) << 1;
