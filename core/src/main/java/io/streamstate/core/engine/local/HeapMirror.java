@@ -261,7 +261,7 @@ final class HeapMirror {
   record Entries(byte[][] keys, byte[][] values, int size, int[] hashes, int[] table) {
     static final Entries EMPTY = new Entries(NONE, NONE, 0);
 
-    /** Entries without a hash table: point lookups search ({@link WriteLag}'s, tests'). */
+    /** Entries without a hash table: point lookups search ({@link #EMPTY}, tests). */
     Entries(byte[][] keys, byte[][] values, int size) {
       this(keys, values, size, null, null);
     }

@@ -926,10 +926,10 @@ public final class LocalDb implements AutoCloseable {
         if (batch.bytes() >= pieceBytes) {
           // A batch goes into one memtable whole, and memtables are charged to the memory
           // budget, pinned: a commit of millions of changes (an eviction) in one batch grew the
-          // memtables past the cap (503 MB pinned at a 256 MiB cap). In pieces of a memtable's
-          // size, RocksDB switches and flushes between them. Not atomic: a failure part way is
-          // the local instance's end (the commit discards it, a load fails), never a partial
-          // state that is read.
+          // memtables past the cap (503 MB pinned at a 256 MiB cap). In pieces of at most a
+          // memtable's size, RocksDB switches and flushes between them. Not atomic: a failure
+          // part way is the local instance's end (the commit discards it, a load fails), never a
+          // partial state that is read.
           write(batch);
           batch = new WriteBatchRep(initialBytes);
         }

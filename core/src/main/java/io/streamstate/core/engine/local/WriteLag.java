@@ -28,9 +28,6 @@ import java.util.Map;
  * serializes on this object.
  */
 final class WriteLag {
-  private static final HeapMirror.Entries EMPTY =
-      new HeapMirror.Entries(new byte[0][], new byte[0][], 0);
-
   private final HeapMirrorBudget budget;
 
   /** Per family, the entries RocksDB holds; null while RocksDB holds the newest version. */
@@ -81,7 +78,7 @@ final class WriteLag {
   /** RocksDB created the family, empty, while lagging. */
   void familyCreated(String family) {
     if (written != null) {
-      written.put(family, EMPTY);
+      written.put(family, HeapMirror.Entries.EMPTY);
     }
   }
 
@@ -108,7 +105,7 @@ final class WriteLag {
     if (newest != null) {
       for (Map.Entry<String, HeapMirror.Entries> e : newest.entrySet()) {
         List<Changelog.Change> diff =
-            difference(written.getOrDefault(e.getKey(), EMPTY), e.getValue());
+            difference(written.getOrDefault(e.getKey(), HeapMirror.Entries.EMPTY), e.getValue());
         if (!diff.isEmpty()) {
           changes.add(new Changelog.FamilyChanges(e.getKey(), diff));
           changesCaughtUp += diff.size();
