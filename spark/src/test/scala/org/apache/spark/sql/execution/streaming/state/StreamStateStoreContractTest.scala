@@ -7,7 +7,7 @@ import scala.util.Random
 import io.streamstate.spark.StreamStateProvider
 import org.apache.hadoop.conf.Configuration
 import org.junit.runner.RunWith
-import org.scalatest.BeforeAndAfter
+import org.scalatest.{Args, BeforeAndAfter, Status}
 import org.scalatestplus.junit.JUnitRunner
 
 import org.apache.spark.SparkException
@@ -43,6 +43,21 @@ class StreamStateStoreContractTest
   }
 
   override protected def excluded: Seq[String] = StreamStateStoreContractTest.Excluded.keys.toSeq
+
+  /**
+   * Names a test that took over [[StreamStateStoreContractTest.SlowTestMs]] on stderr: the JUnit
+   * reports of this suite carry no test names, and one CI run took 384 s for a suite that takes
+   * 13-32 s otherwise, with no way to tell which test waited.
+   */
+  override protected def runTest(testName: String, args: Args): Status = {
+    val started = System.nanoTime()
+    val status = super.runTest(testName, args)
+    val tookMs = (System.nanoTime() - started) / 1000000
+    if (tookMs > StreamStateStoreContractTest.SlowTestMs) {
+      System.err.println(s"StreamStateStoreContractTest: slow test '$testName' took $tookMs ms")
+    }
+    status
+  }
 
   override def newStoreProvider(): StreamStateProvider =
     newStoreProvider(StateStoreId(newDir(), Random.nextInt(), 0))
@@ -155,6 +170,9 @@ class StreamStateStoreContractTest
 }
 
 object StreamStateStoreContractTest {
+
+  /** A test slower than this is named on stderr (alone, the slowest take about 3 s). */
+  val SlowTestMs: Long = 20000
 
   /** The tests of `StateStoreSuiteBase` not run against our provider, with the reason. */
   val Excluded: Map[String, String] = Map(
