@@ -48,7 +48,7 @@ final class PrefixColumnsCodec extends ColumnFamilyCodec {
 
   @Override
   byte[] encodeKey(UnsafeRow key) {
-    return keyEncoder.encodeKey(key);
+    return numColsPrefixKey == 0 ? encodeRow(key) : keyEncoder.encodeKey(key);
   }
 
   @Override

@@ -74,7 +74,7 @@ final class EncoderSpecCodec extends ColumnFamilyCodec {
 
   @Override
   byte[] encodeKey(UnsafeRow key) {
-    return keyEncoder.encodeKey(key);
+    return plainKey ? encodeRow(key) : keyEncoder.encodeKey(key);
   }
 
   @Override

@@ -11,14 +11,14 @@ import org.apache.spark.unsafe.Platform;
 /**
  * How the rows of one column family become the bytes the engine stores, and back.
  *
- * <p><b>Keys</b> are encoded by Spark's own RocksDB key encoders, so that every key layout produces
- * exactly the bytes Spark's {@code RocksDBStateStoreProvider} produces (without its 2-byte virtual
- * column family id: we use real column families); how a line builds them is its subclass's ({@code
- * EncoderSpecCodec} on 4.x from a {@code KeyStateEncoderSpec}, {@code PrefixColumnsCodec} on 3.5
- * from a number of prefix columns). The layouts 3.5 has (no prefix, prefix scan) are the same bytes
- * in every line, so a checkpoint moves between lines. The engine iterates in unsigned byte order,
- * as RocksDB does, so prefix and range scans return rows in the same order as Spark's RocksDB
- * provider.
+ * <p><b>Keys</b> are encoded by Spark's own RocksDB key encoders (plain keys by {@link #encodeRow},
+ * the same bytes in one copy), so that every key layout produces exactly the bytes Spark's {@code
+ * RocksDBStateStoreProvider} produces (without its 2-byte virtual column family id: we use real
+ * column families); how a line builds them is its subclass's ({@code EncoderSpecCodec} on 4.x from
+ * a {@code KeyStateEncoderSpec}, {@code PrefixColumnsCodec} on 3.5 from a number of prefix
+ * columns). The layouts 3.5 has (no prefix, prefix scan) are the same bytes in every line, so a
+ * checkpoint moves between lines. The engine iterates in unsigned byte order, as RocksDB does, so
+ * prefix and range scans return rows in the same order as Spark's RocksDB provider.
  *
  * <p><b>Values</b>, the same format as that provider with {@code mergeOperatorVersion = 2}:
  *
@@ -84,10 +84,21 @@ abstract class ColumnFamilyCodec {
   abstract UnsafeRow decodeKey(byte[] bytes);
 
   final byte[] encodeValue(UnsafeRow value) {
-    int size = value.getSizeInBytes();
+    return encodeRow(value);
+  }
+
+  /**
+   * {@code [0x00 (encoding version)][UnsafeRow bytes]}: a single value, and a plain key (no prefix
+   * or range columns), byte for byte what Spark's {@code encodeUnsafeRow} gives for it (3.5's
+   * {@code RocksDBStateEncoder}, 4.x's {@code RocksDBDataEncoder}), in one array and one copy where
+   * Spark's takes two ({@code UnsafeRow.getBytes} first): a key is encoded for every read, put and
+   * removal (issue 21).
+   */
+  static byte[] encodeRow(UnsafeRow row) {
+    int size = row.getSizeInBytes();
     byte[] out = new byte[1 + size];
     out[0] = ENCODING_VERSION;
-    value.writeToMemory(out, Platform.BYTE_ARRAY_OFFSET + 1);
+    row.writeToMemory(out, Platform.BYTE_ARRAY_OFFSET + 1);
     return out;
   }
 
