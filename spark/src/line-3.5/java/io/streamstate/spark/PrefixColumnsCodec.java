@@ -52,6 +52,11 @@ final class PrefixColumnsCodec extends ColumnFamilyCodec {
   }
 
   @Override
+  boolean encodesFreshKeys() {
+    return numColsPrefixKey == 0;
+  }
+
+  @Override
   byte[] encodePrefix(UnsafeRow prefixKey) {
     return keyEncoder.encodePrefixKey(prefixKey);
   }

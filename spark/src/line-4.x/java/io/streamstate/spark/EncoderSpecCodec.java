@@ -78,6 +78,11 @@ final class EncoderSpecCodec extends ColumnFamilyCodec {
   }
 
   @Override
+  boolean encodesFreshKeys() {
+    return plainKey;
+  }
+
+  @Override
   byte[] encodePrefix(UnsafeRow prefixKey) {
     return keyEncoder.encodePrefixKey(prefixKey);
   }

@@ -78,6 +78,15 @@ abstract class ColumnFamilyCodec {
 
   abstract byte[] encodeKey(UnsafeRow key);
 
+  /** Whether {@link #encodeKey} returns a new array every time (ours does; Spark's may not). */
+  abstract boolean encodesFreshKeys();
+
+  /** The key's bytes in an array nobody else holds: the caller may hand it on and keep it. */
+  final byte[] encodeOwnedKey(UnsafeRow key) {
+    byte[] encoded = encodeKey(key);
+    return encodesFreshKeys() ? encoded : encoded.clone();
+  }
+
   abstract byte[] encodePrefix(UnsafeRow prefixKey);
 
   /** A fresh row nobody else holds. */

@@ -66,9 +66,12 @@ final class RowCounts {
     return FAMILY.equals(family);
   }
 
-  /** Puts {@code key} into the transaction, counting it if it is new. */
+  /**
+   * Puts {@code key} into the transaction, counting it if it is new. Both arrays go to the
+   * transaction as they are: the caller made them for this put and must not use them again.
+   */
   void put(String family, byte[] key, byte[] value) {
-    if (!tx.putAndCheckExisted(family, key, value)) {
+    if (!tx.putOwnedAndCheckExisted(family, key, value)) {
       add(family, 1);
     }
   }

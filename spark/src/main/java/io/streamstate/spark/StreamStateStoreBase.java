@@ -313,7 +313,7 @@ abstract class StreamStateStoreBase {
         codec.multipleValues()
             ? codec.appendValues(null, new UnsafeRow[] {value})
             : codec.encodeValue(value);
-    rowCounts.put(colFamilyName, codec.encodeKey(key), encoded);
+    rowCounts.put(colFamilyName, codec.encodeOwnedKey(key), encoded);
   }
 
   // Spark 4.1+ API
@@ -322,7 +322,7 @@ abstract class StreamStateStoreBase {
     requireKey(key);
     requireValues(values);
     ColumnFamilyCodec codec = multiValued("putList", colFamilyName);
-    rowCounts.put(colFamilyName, codec.encodeKey(key), codec.appendValues(null, values));
+    rowCounts.put(colFamilyName, codec.encodeOwnedKey(key), codec.appendValues(null, values));
   }
 
   public void remove(UnsafeRow key, String colFamilyName) {

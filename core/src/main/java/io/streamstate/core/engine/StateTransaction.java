@@ -270,6 +270,20 @@ public final class StateTransaction implements AutoCloseable {
     return existedBefore(overlay, family, key, overlay.put(key.clone(), Overlay.TOMBSTONE));
   }
 
+  /**
+   * {@link #putAndCheckExisted} keeping {@code key} and {@code value} themselves, not copies: for a
+   * caller that made both arrays for this call and never reads or changes them again (the Spark
+   * store encodes each put's key and value afresh; two copies a put saved, issue 21).
+   */
+  public boolean putOwnedAndCheckExisted(String family, byte[] key, byte[] value) {
+    checkOpen();
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(value, "value");
+    checkFamily(family);
+    Overlay overlay = overlay(family);
+    return existedBefore(overlay, family, key, overlay.put(key, value));
+  }
+
   /** Existence of {@code key} before a change that replaced {@code previous} in the overlay. */
   private boolean existedBefore(Overlay overlay, String family, byte[] key, byte[] previous) {
     if (previous != null) {
