@@ -253,7 +253,10 @@ abstract class StreamStateProviderBase {
     return open(version, checkpointId, false, forceSnapshotOnCommit);
   }
 
-  /** Snapshots if due, then applies retention. Failures are logged: maintenance is best effort. */
+  /**
+   * Snapshots if due, then applies retention, and reports the newest snapshot to Spark's
+   * coordinator if it has not heard of it. Failures are logged: maintenance is best effort.
+   */
   public void doMaintenance() {
     lifecycle.readLock().lock();
     try {
@@ -263,6 +266,13 @@ abstract class StreamStateProviderBase {
       VersionedStore.MaintenanceResult result = store.maintain();
       if (result.snapshotVersion() > 0) {
         reportSnapshot(result.snapshotVersion());
+      }
+      // The engine's own snapshots (replay debt, docs/protocol.md) publish without us: report
+      // them here, off the batch's path (a report is a blocking call to the driver), well within
+      // the many batches and intervals Spark waits before it calls a store lagging.
+      long newest = store.lastSnapshotVersion();
+      if (newest > lastSnapshotReported.get()) {
+        reportSnapshot(newest);
       }
     } catch (RuntimeException e) {
       // Spark unloads a provider whose maintenance throws (and may deadlock with a task waiting
