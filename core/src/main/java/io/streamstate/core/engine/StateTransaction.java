@@ -237,12 +237,10 @@ public final class StateTransaction implements AutoCloseable {
    * the same as {@code exists} then {@code put}, with one lookup of the changes instead of two.
    */
   public boolean putAndCheckExisted(String family, byte[] key, byte[] value) {
-    checkOpen();
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(value, "value");
-    checkFamily(family);
-    Overlay overlay = overlay(family);
-    return existedBefore(overlay, family, key, overlay.put(key.clone(), value.clone()));
+    return putOwnedAndCheckExisted(
+        family,
+        Objects.requireNonNull(key, "key").clone(),
+        Objects.requireNonNull(value, "value").clone());
   }
 
   public void delete(String family, byte[] key) {
