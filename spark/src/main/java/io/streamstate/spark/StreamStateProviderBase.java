@@ -269,8 +269,9 @@ abstract class StreamStateProviderBase {
       }
       // The engine's own snapshots (replay debt, docs/protocol.md) publish without us: report
       // them here, off the batch's path (a report is a blocking call to the driver), well within
-      // the many batches and intervals Spark waits before it calls a store lagging.
-      long newest = store.lastSnapshotVersion();
+      // the many batches and intervals Spark waits before it calls a store lagging. Only what
+      // this instance uploaded, as Spark's providers: not a snapshot it restored.
+      long newest = store.lastPublishedSnapshotVersion();
       if (newest > lastSnapshotReported.get()) {
         reportSnapshot(newest);
       }

@@ -175,6 +175,12 @@ class ForcedSnapshotOnCommitTest {
     assertThat(provider.lastSnapshotReported()).isEqualTo(-1);
     provider.doMaintenance();
     assertThat(provider.lastSnapshotReported()).isEqualTo(1);
+    // Another executor that restores that snapshot has uploaded nothing: it reports nothing.
+    StreamStateProvider other = open("b");
+    other.getStore(1, Option.empty(), false, false).abort();
+    assertThat(other.lastSnapshotVersion()).isEqualTo(1);
+    other.doMaintenance();
+    assertThat(other.lastSnapshotReported()).isEqualTo(-1);
 
     StateStore next = provider.getStore(1, Option.empty(), false, false);
     next.put(row(KEY, "k0"), row(VALUE, -1), StateStore.DEFAULT_COL_FAMILY_NAME());

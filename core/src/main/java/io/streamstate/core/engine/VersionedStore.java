@@ -162,6 +162,11 @@ public final class VersionedStore implements AutoCloseable {
     return history.last();
   }
 
+  /** The newest snapshot this instance published itself (not one it restored), or -1. */
+  public long lastPublishedSnapshotVersion() {
+    return history.lastPublished();
+  }
+
   /** Estimated number of keys in the local instance (RocksDB's estimate). */
   public long estimateKeys() {
     lock.lock();

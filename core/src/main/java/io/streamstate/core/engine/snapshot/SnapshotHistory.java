@@ -20,10 +20,24 @@ public final class SnapshotHistory {
     return last;
   }
 
-  /** A snapshot of {@code version} was published or restored; called under the store's lock. */
+  /** Written under the store's lock; read without it. */
+  private volatile long lastPublished = -1;
+
+  /** The newest snapshot this instance published (wrote, not restored), or -1. */
+  public long lastPublished() {
+    return lastPublished;
+  }
+
+  /** A snapshot of {@code version} was restored; called under the store's lock. */
   public void recorded(long version) {
     last = Math.max(last, version);
     seen.add(version);
+  }
+
+  /** A snapshot of {@code version} was published by this instance; under the store's lock. */
+  public void published(long version) {
+    recorded(version);
+    lastPublished = Math.max(lastPublished, version);
   }
 
   /** Whether a snapshot was written or restored above {@code base} and at or below {@code top}. */

@@ -328,7 +328,7 @@ public final class SnapshotScheduler {
       }
       lock.lock();
       try {
-        history.recorded(checkpoint.version);
+        history.published(checkpoint.version);
         local.confirm(checkpoint.generation, published.shared());
       } finally {
         lock.unlock();
