@@ -263,14 +263,12 @@ abstract class StreamStateProviderBase {
       if (store == null || closed) {
         return;
       }
-      VersionedStore.MaintenanceResult result = store.maintain();
-      if (result.snapshotVersion() > 0) {
-        reportSnapshot(result.snapshotVersion());
-      }
-      // The engine's own snapshots (replay debt, docs/protocol.md) publish without us: report
-      // them here, off the batch's path (a report is a blocking call to the driver), well within
-      // the many batches and intervals Spark waits before it calls a store lagging. Only what
-      // this instance uploaded, as Spark's providers: not a snapshot it restored.
+      store.maintain();
+      // Maintenance's own snapshot, and those the engine took by itself since (replay debt,
+      // docs/protocol.md), which publish without us: reported here, off the batch's path (a report
+      // is a blocking call to the driver), well within the many batches and intervals Spark waits
+      // before it calls a store lagging. Only what this instance uploaded, as Spark's providers:
+      // not a snapshot it restored.
       long newest = store.lastPublishedSnapshotVersion();
       if (newest > lastSnapshotReported.get()) {
         reportSnapshot(newest);

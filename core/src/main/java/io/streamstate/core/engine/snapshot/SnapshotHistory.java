@@ -29,15 +29,19 @@ public final class SnapshotHistory {
   }
 
   /** A snapshot of {@code version} was restored; called under the store's lock. */
-  public void recorded(long version) {
-    last = Math.max(last, version);
-    seen.add(version);
+  public void restored(long version) {
+    add(version);
   }
 
   /** A snapshot of {@code version} was published by this instance; under the store's lock. */
   public void published(long version) {
-    recorded(version);
+    add(version);
     lastPublished = Math.max(lastPublished, version);
+  }
+
+  private void add(long version) {
+    last = Math.max(last, version);
+    seen.add(version);
   }
 
   /** Whether a snapshot was written or restored above {@code base} and at or below {@code top}. */

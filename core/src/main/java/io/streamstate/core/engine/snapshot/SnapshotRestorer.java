@@ -60,7 +60,7 @@ public final class SnapshotRestorer {
           local.space().diskFullOrNull("restoring snapshot " + manifest.version(), e);
       throw diskFull != null ? diskFull : e;
     }
-    history.recorded(manifest.version());
+    history.restored(manifest.version());
     return manifest;
   }
 
