@@ -93,13 +93,7 @@ final class ExistenceMemo {
     }
   }
 
-  /**
-   * {@link ByteKeys#hash64} folded and spread: state keys collide often under {@code
-   * Arrays.hashCode}.
-   */
   private static int hash(byte[] b) {
-    long h = ByteKeys.hash64(b);
-    int x = (int) (h ^ (h >>> 32));
-    return x ^ (x >>> 16);
+    return ByteKeys.hash32(b); // state keys collide often under Arrays.hashCode
   }
 }

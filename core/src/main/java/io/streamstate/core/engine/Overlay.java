@@ -1,30 +1,45 @@
 package io.streamstate.core.engine;
 
+import java.util.AbstractMap;
+import java.util.AbstractSet;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.NavigableMap;
+import java.util.NoSuchElementException;
+import java.util.Set;
+import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.function.BiConsumer;
 
 /**
- * A transaction's uncommitted changes to one column family, in key order. Callers change keys while
- * iterating: {@link MergingIterator} steps an iterator of this map only while no key was added to
- * it ({@link #insertions}), and otherwise looks its next entry up again, so a plain {@link TreeMap}
- * does (a concurrent skip list cost about a tenth of a window aggregation's task time in its puts,
- * issue 21); a single thread uses it. Every change goes through {@link #put} or {@link
- * #appendDeleted}, which count it.
+ * A transaction's uncommitted changes to one column family. Until someone needs them in key order
+ * (an iterator, a scan deletion), they wait unsorted in a hash table ({@link PendingChanges}):
+ * Spark reads and writes state by key for every row and asks for order once a batch, at its
+ * eviction scan, or not before the commit. The first ordered pass sorts them ({@link
+ * ByteKeys#sortedOrder}) into a {@link TreeMap}, which takes every change from then on: an iterator
+ * over it is a live view (callers change keys while iterating). {@link MergingIterator} steps an
+ * iterator of the tree only while no key was added to it ({@link #insertions}), and otherwise looks
+ * its next entry up again, so a plain {@link TreeMap} does; a single thread uses it. Every change
+ * goes through {@link #put} or {@link #appendDeleted}, which count it.
  *
- * <p>Beside the map, the <em>scan deletions</em>: committed keys deleted right after a forward scan
- * returned them, nothing having changed since, each greater than the one before (Spark's eviction
- * removes expired keys that way, a quarter of a 10M-key store in one batch). They are appended to a
- * sorted array instead of inserted into the map (each insertion a walk down the tree, its byte
- * comparisons and a rebalance). A change in the map wins over a scan deletion (a key put again).
+ * <p>Beside the tree, the <em>scan deletions</em>: committed keys deleted right after a forward
+ * scan returned them, nothing having changed since, each greater than the one before (Spark's
+ * eviction removes expired keys that way, a quarter of a 10M-key store in one batch). They are
+ * appended to a sorted array instead of inserted into the tree (each insertion a walk down the
+ * tree, its byte comparisons and a rebalance). A change in the tree wins over a scan deletion (a
+ * key put again).
  */
 final class Overlay {
   /** Marks a deleted key; compared by identity. */
   static final byte[] TOMBSTONE = new byte[0];
 
-  final TreeMap<byte[], byte[]> changes = new TreeMap<>(ByteKeys.ORDER);
+  /** The changes in key order, once an ordered pass was asked for; empty before. */
+  private final TreeMap<byte[], byte[]> changes = new TreeMap<>(ByteKeys.ORDER);
+
+  /** Every change while no ordered pass was asked for; null after (the tree has them). */
+  private PendingChanges pending = new PendingChanges();
 
   /** True when committed data must be ignored: the family was created or re-created here. */
   final boolean hidesCommitted;
@@ -33,7 +48,8 @@ final class Overlay {
   private int modifications;
 
   /**
-   * Changes that added a key to {@link #changes} (the others replaced a value or were appended).
+   * Changes that added a key, to the pending changes or the tree (the others replaced a value or
+   * were appended).
    */
   private int insertions;
 
@@ -57,6 +73,9 @@ final class Overlay {
    * this transaction did not change it.
    */
   byte[] get(byte[] key) {
+    if (pending != null) {
+      return pending.get(key); // no scan deletion before an ordered pass
+    }
     byte[] value = changes.get(key);
     return value == null && scanDeleted(key) ? TOMBSTONE : value;
   }
@@ -65,6 +84,13 @@ final class Overlay {
   byte[] put(byte[] key, byte[] value) {
     modifications++;
     lastChangedKey = key;
+    if (pending != null) {
+      byte[] previous = pending.put(key, value);
+      if (previous == null) {
+        insertions++;
+      }
+      return previous;
+    }
     byte[] previous = changes.put(key, value);
     if (previous == null) {
       insertions++;
@@ -83,6 +109,7 @@ final class Overlay {
    * caller then deletes it as any key.
    */
   boolean appendDeleted(byte[] key) {
+    ordered(); // a scan's deletions are in key order, as the tree
     if (hidesCommitted
         || (deletedCount > 0 && ByteKeys.ORDER.compare(key, deleted[deletedCount - 1]) <= 0)) {
       return false;
@@ -136,7 +163,10 @@ final class Overlay {
 
   /** How many keys this transaction changed. */
   long size() {
-    return (long) changes.size() + deletedCount - deletedChangedAgain;
+    return (pending == null ? 0L : pending.size())
+        + changes.size()
+        + deletedCount
+        - deletedChangedAgain;
   }
 
   boolean isEmpty() {
@@ -148,6 +178,14 @@ final class Overlay {
    * changes and the scan deletions, the map's where both hold a key.
    */
   void forEachChange(BiConsumer<byte[], byte[]> action) {
+    if (pending != null) {
+      // No ordered pass before: sorted here, without building the tree.
+      int[] order = pendingInOrder();
+      for (int index : order) {
+        action.accept(pending.keys()[index], pending.valueAt(index));
+      }
+      return;
+    }
     Iterator<Map.Entry<byte[], byte[]>> mapped = changes.entrySet().iterator();
     Map.Entry<byte[], byte[]> head = mapped.hasNext() ? mapped.next() : null;
     for (int i = 0; i < deletedCount; i++) {
@@ -172,14 +210,116 @@ final class Overlay {
     }
   }
 
+  /**
+   * The changes in key order (the scan deletions aside), a live view: the first call sorts the
+   * pending changes into the tree, which takes every change from then on.
+   */
+  NavigableMap<byte[], byte[]> ordered() {
+    if (pending != null) {
+      int[] order = pendingInOrder();
+      changes.putAll(new SortedChanges(pending, order));
+      pending = null;
+    }
+    return changes;
+  }
+
+  /** The indices of the pending changes in key order. */
+  private int[] pendingInOrder() {
+    return ByteKeys.sortedOrder(pending.keys(), pending.size());
+  }
+
+  /**
+   * Pending changes in key order as a sorted map, so that {@link TreeMap#putAll} into an empty tree
+   * builds it in one linear pass (its {@code buildFromSorted}, taken for a sorted map with the
+   * tree's comparator) instead of one insertion per key. Should the tree insert one by one, it is
+   * slower, not wrong. Only what {@code putAll} reads is implemented.
+   */
+  private static final class SortedChanges extends AbstractMap<byte[], byte[]>
+      implements SortedMap<byte[], byte[]> {
+    private final PendingChanges pending;
+    private final int[] order;
+
+    SortedChanges(PendingChanges pending, int[] order) {
+      this.pending = pending;
+      this.order = order;
+    }
+
+    @Override
+    public Comparator<? super byte[]> comparator() {
+      return ByteKeys.ORDER;
+    }
+
+    @Override
+    public int size() {
+      return order.length;
+    }
+
+    @Override
+    public Set<Map.Entry<byte[], byte[]>> entrySet() {
+      return new AbstractSet<>() {
+        @Override
+        public int size() {
+          return order.length;
+        }
+
+        @Override
+        public Iterator<Map.Entry<byte[], byte[]>> iterator() {
+          return new Iterator<>() {
+            private int next;
+
+            @Override
+            public boolean hasNext() {
+              return next < order.length;
+            }
+
+            @Override
+            public Map.Entry<byte[], byte[]> next() {
+              if (next >= order.length) {
+                throw new NoSuchElementException();
+              }
+              int index = order[next++];
+              return new AbstractMap.SimpleImmutableEntry<>(
+                  pending.keys()[index], pending.valueAt(index));
+            }
+          };
+        }
+      };
+    }
+
+    @Override
+    public SortedMap<byte[], byte[]> subMap(byte[] fromKey, byte[] toKey) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public SortedMap<byte[], byte[]> headMap(byte[] toKey) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public SortedMap<byte[], byte[]> tailMap(byte[] fromKey) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public byte[] firstKey() {
+      return pending.keys()[order[0]];
+    }
+
+    @Override
+    public byte[] lastKey() {
+      return pending.keys()[order[order.length - 1]];
+    }
+  }
+
   /** The key of the newest change, or null before any; not to be changed by the caller. */
   byte[] lastChangedKey() {
     return lastChangedKey;
   }
 
   /**
-   * How many changes added a key to {@link #changes}: an iterator of the map (which fails on such a
-   * change, not on a replaced value) is valid while this is unchanged.
+   * How many changes added a key (to the pending changes or the tree): an iterator of the tree
+   * (which fails on such a change, not on a replaced value) is valid while this is unchanged.
    */
   int insertions() {
     return insertions;

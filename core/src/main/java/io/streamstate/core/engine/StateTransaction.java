@@ -313,8 +313,8 @@ public final class StateTransaction implements AutoCloseable {
     checkFamily(family);
     Overlay overlay = overlay(family); // made now, so that later changes are seen
     LocalDb.Cursor base = overlay.hidesCommitted ? null : db.newIterator(family, from);
-    NavigableMap<byte[], byte[]> view =
-        from == null ? overlay.changes : overlay.changes.tailMap(from, true);
+    NavigableMap<byte[], byte[]> ordered = overlay.ordered();
+    NavigableMap<byte[], byte[]> view = from == null ? ordered : ordered.tailMap(from, true);
     MergingIterator it =
         new MergingIterator(
             base,
