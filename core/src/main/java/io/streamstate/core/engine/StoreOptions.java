@@ -24,8 +24,9 @@ import java.util.Objects;
  *     the manifest carries at most twice this; so a small store snapshots as one file, and what a
  *     snapshot copies inline stays bounded. 0 makes every SST a shared file (default 2 MiB)
  * @param changelogCodec how commits store their changes in changelogs and segments (default {@link
- *     Changelog.Codec#DEFLATE}; {@link Changelog.Codec#LZ4} needs lz4-java, which Spark ships);
- *     readers need no setting, each payload names its codec
+ *     Changelog.Codec#LZ4}, through lz4-java, which Spark and Hadoop 3.3+ ship; {@link
+ *     Changelog.Codec#DEFLATE} needs nothing but the JDK); readers need no setting, each payload
+ *     names its codec
  * @param replayDebtPercent a commit after which a load would replay more changes (those committed
  *     since the last snapshot) than this percent of the store's keys starts a snapshot in the
  *     background, so that a restart's replay stays bounded by the state's size rather than by the
@@ -84,7 +85,7 @@ public record StoreOptions(
         120_000,
         0,
         DEFAULT_INLINE_SST_MAX_BYTES,
-        Changelog.Codec.DEFLATE,
+        Changelog.Codec.LZ4,
         DEFAULT_REPLAY_DEBT_PERCENT,
         DEFAULT_REPLAY_DEBT_MIN_CHANGES);
   }

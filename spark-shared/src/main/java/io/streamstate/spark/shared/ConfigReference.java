@@ -96,7 +96,7 @@ public final class ConfigReference {
                 + ConfigWarnings.SPARK_COMPRESSION_CODEC
                 + "` (default `lz4`; `lzf`, `snappy`, `zstd` or a codec class). It is the codec of"
                 + " Spark's own providers' delta, snapshot and changelog files. Our changelogs"
-                + " and segments use `changelog.codec` (`deflate`, `lz4` or `none`) whatever"
+                + " and segments use `changelog.codec` (`lz4`, the default, `deflate` or `none`) whatever"
                 + " Spark's key says (Spark sets its key in every query's offset log), and"
                 + " our snapshots carry RocksDB's SST files, whose blocks are LZ4 whatever the"
                 + " setting. Spark pins the key in each query's offset log and sets it again on"

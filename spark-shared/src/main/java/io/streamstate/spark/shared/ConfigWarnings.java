@@ -105,7 +105,7 @@ public final class ConfigWarnings {
               + " applies to Spark's own state store providers, not to io.streamstate's:"
               + " our changelogs use "
               + StreamStateSettings.CHANGELOG_CODEC
-              + " (deflate, lz4 or none), our snapshots RocksDB's LZ4 blocks"
+              + " (lz4, deflate or none), our snapshots RocksDB's LZ4 blocks"
               + " (docs/configuration.md, \"Spark's settings\")");
     }
   }

@@ -64,12 +64,13 @@ public final class StreamStateKeys {
   static final ConfigKey CHANGELOG_CODEC_KEY =
       ConfigKey.choice(
           CHANGELOG_CODEC,
-          List.of("deflate", "lz4", "none"),
-          "how commits store their changes in changelogs and segments: `deflate` (zlib level 1:"
-              + " Spark's rows shrink to about a ninth, at a few ms of CPU per MB, spent by each"
-              + " task on its own commit), `lz4` (Spark's lz4-java: a fifth to a half larger than"
-              + " deflate's, compressed about 4 times and read back about 10 times faster; for"
-              + " CPU-bound large batches and faster replays) or `none`. Readers need no setting:"
+          List.of("lz4", "deflate", "none"),
+          "how commits store their changes in changelogs and segments: `lz4` (Spark's own"
+              + " lz4-java, the codec of Spark's own providers' files: compressed about 4 times and"
+              + " read back about 10 times faster than deflate, spent by each task on its own"
+              + " commit), `deflate` (zlib level 1: Spark's rows shrink to about a ninth, a fifth to"
+              + " a half smaller than lz4's, at a few ms of CPU per MB: for storage billed by the"
+              + " byte or a slow link to it) or `none`. Readers need no setting:"
               + " each payload names its codec, and a checkpoint may mix them. Spark's"
               + " `spark.sql.streaming.stateStore.compression.codec` does not change it (see"
               + " below)");

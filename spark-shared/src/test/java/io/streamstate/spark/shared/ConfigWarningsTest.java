@@ -124,7 +124,7 @@ class ConfigWarningsTest {
                 + "=zstd applies to Spark's own state store providers, not to io.streamstate's:"
                 + " our changelogs use "
                 + StreamStateSettings.CHANGELOG_CODEC
-                + " (deflate, lz4 or none), our snapshots RocksDB's LZ4 blocks (docs/configuration.md,"
+                + " (lz4, deflate or none), our snapshots RocksDB's LZ4 blocks (docs/configuration.md,"
                 + " \"Spark's settings\")");
   }
 }

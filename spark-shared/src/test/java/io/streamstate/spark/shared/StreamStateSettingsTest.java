@@ -26,7 +26,7 @@ class StreamStateSettingsTest {
     assertThat(options.tornFileGraceMillis())
         .isEqualTo(StreamStateSettings.DEFAULT_TORN_FILE_GRACE_MS);
     assertThat(options.isAsync()).isFalse();
-    assertThat(options.changelogCodec()).isEqualTo(Changelog.Codec.DEFLATE);
+    assertThat(options.changelogCodec()).isEqualTo(Changelog.Codec.LZ4);
     assertThat(s.memoryCapBytes()).isEqualTo(StreamStateSettings.DEFAULT_MEMORY_CAP_BYTES);
     assertThat(s.lockTimeoutMs()).isEqualTo(StreamStateSettings.DEFAULT_LOCK_TIMEOUT_MS);
     assertThat(s.localDir()).isEmpty();
