@@ -29,7 +29,7 @@ final class ExistenceMemo {
 
   /** {@link #PRESENT}, {@link #ABSENT} or {@link #UNKNOWN} for {@code key}. */
   int lookUp(byte[] key) {
-    int hash = hash(key);
+    int hash = ByteKeys.hash32(key); // state keys collide often under Arrays.hashCode
     int mask = keys.length - 1;
     for (int i = hash & mask; ; i = (i + 1) & mask) {
       byte[] k = keys[i];
@@ -50,7 +50,7 @@ final class ExistenceMemo {
     if (size >= maxKeys) {
       return;
     }
-    int hash = hash(key);
+    int hash = ByteKeys.hash32(key);
     int mask = keys.length - 1;
     int i = hash & mask;
     while (keys[i] != null) {
@@ -91,9 +91,5 @@ final class ExistenceMemo {
         present[i] = oldPresent[j];
       }
     }
-  }
-
-  private static int hash(byte[] b) {
-    return ByteKeys.hash32(b); // state keys collide often under Arrays.hashCode
   }
 }

@@ -73,10 +73,8 @@ final class Overlay {
    * this transaction did not change it.
    */
   byte[] get(byte[] key) {
-    if (pending != null) {
-      return pending.get(key); // no scan deletion before an ordered pass
-    }
-    byte[] value = changes.get(key);
+    // No scan deletion before an ordered pass: scanDeleted answers at once then.
+    byte[] value = pending != null ? pending.get(key) : changes.get(key);
     return value == null && scanDeleted(key) ? TOMBSTONE : value;
   }
 
@@ -84,14 +82,7 @@ final class Overlay {
   byte[] put(byte[] key, byte[] value) {
     modifications++;
     lastChangedKey = key;
-    if (pending != null) {
-      byte[] previous = pending.put(key, value);
-      if (previous == null) {
-        insertions++;
-      }
-      return previous;
-    }
-    byte[] previous = changes.put(key, value);
+    byte[] previous = pending != null ? pending.put(key, value) : changes.put(key, value);
     if (previous == null) {
       insertions++;
     }
@@ -104,8 +95,8 @@ final class Overlay {
 
   /**
    * Deletes {@code key}, a committed key that a scan returned with no change made here since (so
-   * neither {@link #changes} nor the scan deletions hold it), by appending it to the scan deletions
-   * if it is greater than every key there. Returns false, having done nothing, if it is not: the
+   * neither the changes nor the scan deletions hold it), by appending it to the scan deletions if
+   * it is greater than every key there. Returns false, having done nothing, if it is not: the
    * caller then deletes it as any key.
    */
   boolean appendDeleted(byte[] key) {
@@ -303,12 +294,12 @@ final class Overlay {
 
     @Override
     public byte[] firstKey() {
-      return pending.keys()[order[0]];
+      throw new UnsupportedOperationException();
     }
 
     @Override
     public byte[] lastKey() {
-      return pending.keys()[order[order.length - 1]];
+      throw new UnsupportedOperationException();
     }
   }
 
