@@ -176,7 +176,9 @@ abstract class StreamStateProviderBase {
         StoreLocations.of(resources).resolve(stateStoreId, hadoopConf);
     Path localDir = LocalDirs.localDir(conf, stateStoreId);
     long cap = ExecutorMemory.capBytes(conf);
-    this.budget = RocksDbMemoryBudget.shared(resources, cap, conf.heapMirrorBytes());
+    this.budget =
+        RocksDbMemoryBudget.shared(
+            resources, cap, conf.heapMirrorBytes(), conf.nativeHeapTrimIntervalMs());
     ConfigWarnings.of(resources)
         .checkProcessWide(
             StreamStateConf.MEMORY_CAP_BYTES, Long.toString(budget.capBytes()), Long.toString(cap));
@@ -187,6 +189,11 @@ abstract class StreamStateProviderBase {
               Long.toString(budget.heapMirrors().capBytes()),
               Long.toString(conf.heapMirrorBytes()));
     }
+    ConfigWarnings.of(resources)
+        .checkProcessWide(
+            StreamStateConf.NATIVE_HEAP_TRIM_INTERVAL_MS,
+            Long.toString(budget.trimmer().minIntervalMs()),
+            Long.toString(conf.nativeHeapTrimIntervalMs()));
     // One hedger per process and policy: its deadline learns from, and its budget bounds, every
     // store that shares it.
     HedgedWriter hedger =

@@ -105,6 +105,15 @@ public final class ProcessMetrics {
         "bytes of the cache eviction cannot free now: blocks held by readers (open iterators)"
             + " and other pinned entries (about 1 MiB seen with no store open)"),
     OPEN_INSTANCES(Kind.GAUGE, "openInstances", "RocksDB instances open (one per loaded store)"),
+    NATIVE_HEAP_TRIMS(
+        Kind.GAUGE,
+        "nativeHeapTrims",
+        "times the C heap's free memory was given back to the operating system after RocksDB"
+            + " freed some (nativeHeapTrimIntervalMs), so far"),
+    NATIVE_HEAP_TRIM_TIME_MS(
+        Kind.GAUGE,
+        "nativeHeapTrimTimeMs",
+        "time spent giving the C heap's free memory back, ms, summed (a thread of its own)"),
     HEAP_MIRROR_CAP_BYTES(
         Kind.GAUGE,
         "heapMirrorCapBytes",
@@ -204,6 +213,8 @@ public final class ProcessMetrics {
       case MEMORY_USED_BYTES -> budgetFigure(RocksDbMemoryBudget::usedBytes);
       case MEMORY_PINNED_BYTES -> budgetFigure(RocksDbMemoryBudget::pinnedBytes);
       case OPEN_INSTANCES -> resources == null ? 0 : OpenDatabases.of(resources).count();
+      case NATIVE_HEAP_TRIMS -> budgetFigure(b -> b.trimmer().trims());
+      case NATIVE_HEAP_TRIM_TIME_MS -> budgetFigure(b -> b.trimmer().trimNanos() / 1_000_000L);
       case HEAP_MIRROR_CAP_BYTES -> budgetFigure(b -> b.heapMirrors().capBytes());
       case HEAP_MIRROR_BYTES -> budgetFigure(b -> b.heapMirrors().usedBytes());
       default -> counts.get(metric).sum();

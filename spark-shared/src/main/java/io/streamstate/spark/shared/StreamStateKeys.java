@@ -3,6 +3,7 @@ package io.streamstate.spark.shared;
 import static io.streamstate.spark.shared.StreamStateSettings.*;
 
 import io.streamstate.core.engine.StoreOptions;
+import io.streamstate.core.engine.local.NativeHeapTrimmer;
 import io.streamstate.core.engine.segment.SegmentJournalSettings;
 import io.streamstate.hadoop.HadoopStorages;
 import io.streamstate.hadoop.SlowDataNodes;
@@ -109,6 +110,22 @@ public final class StreamStateKeys {
                   + " deduplication) step through the heap instead of through RocksDB's memtable"
                   + " versions (docs/bench/2026-12-03-issue21.md section 19). 0: none")
           .computedDefault("a tenth of the executor's heap, at most 512m")
+          .scope(ConfigKey.Scope.PROCESS);
+
+  static final ConfigKey NATIVE_HEAP_TRIM_INTERVAL_MS_KEY =
+      ConfigKey.of(
+              NATIVE_HEAP_TRIM_INTERVAL_MS,
+              ConfigKey.Type.DURATION,
+              Long.toString(NativeHeapTrimmer.DEFAULT_MIN_INTERVAL_MS),
+              "the least time between two trims of the C heap: after RocksDB flushes, compacts"
+                  + " or closes an instance, the memory it freed goes back to the operating system"
+                  + " (glibc's `malloc_trim`, through the JVM's `System.trim_native_heap`, on a"
+                  + " thread of its own), so that the container is not billed, or killed, for"
+                  + " memory malloc keeps free (400-600 MB after an eviction at 10M keys:"
+                  + " docs/bench/2026-12-03-issue21.md section 29). 0: never. Off by itself"
+                  + " where the JVM has no such command (before 17.0.9, another allocator) or"
+                  + " trims on its own (`-XX:TrimNativeHeapInterval`)")
+          .shownAs("1s (1000)")
           .scope(ConfigKey.Scope.PROCESS);
 
   static final ConfigKey TORN_FILE_GRACE_MS_KEY =
@@ -331,6 +348,7 @@ public final class StreamStateKeys {
           CHANGELOG_CODEC_KEY,
           MEMORY_CAP_BYTES_KEY,
           HEAP_MIRROR_BYTES_KEY,
+          NATIVE_HEAP_TRIM_INTERVAL_MS_KEY,
           TORN_FILE_GRACE_MS_KEY,
           LOCAL_DIR_KEY,
           LOCK_TIMEOUT_MS_KEY,

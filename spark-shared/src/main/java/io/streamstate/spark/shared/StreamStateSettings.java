@@ -38,6 +38,7 @@ public class StreamStateSettings {
   public static final String SNAPSHOT_CLOSE_WAIT_MS = PREFIX + "snapshot.closeWaitMs";
   public static final String MEMORY_CAP_BYTES = PREFIX + "memoryCapBytes";
   public static final String HEAP_MIRROR_BYTES = PREFIX + "heapMirrorBytes";
+  public static final String NATIVE_HEAP_TRIM_INTERVAL_MS = PREFIX + "nativeHeapTrimIntervalMs";
   public static final String TORN_FILE_GRACE_MS = PREFIX + "tornFileGraceMs";
   public static final String LOCAL_DIR = PREFIX + "localDir";
   public static final String LOCK_TIMEOUT_MS = PREFIX + "lockTimeoutMs";
@@ -81,6 +82,7 @@ public class StreamStateSettings {
   private final long memoryCapBytes;
   private final boolean memoryCapSet;
   private final long heapMirrorBytes;
+  private final long nativeHeapTrimIntervalMs;
   private final Optional<String> localDir;
   private final long lockTimeoutMs;
   private final long snapshotCloseWaitMs;
@@ -96,6 +98,7 @@ public class StreamStateSettings {
         settings.memoryCapBytes,
         settings.memoryCapSet,
         settings.heapMirrorBytes,
+        settings.nativeHeapTrimIntervalMs,
         settings.localDir,
         settings.lockTimeoutMs,
         settings.snapshotCloseWaitMs,
@@ -110,6 +113,7 @@ public class StreamStateSettings {
       long memoryCapBytes,
       boolean memoryCapSet,
       long heapMirrorBytes,
+      long nativeHeapTrimIntervalMs,
       Optional<String> localDir,
       long lockTimeoutMs,
       long snapshotCloseWaitMs,
@@ -124,6 +128,7 @@ public class StreamStateSettings {
     this.memoryCapBytes = memoryCapBytes;
     this.memoryCapSet = memoryCapSet;
     this.heapMirrorBytes = heapMirrorBytes;
+    this.nativeHeapTrimIntervalMs = nativeHeapTrimIntervalMs;
     this.localDir = localDir;
     this.lockTimeoutMs = lockTimeoutMs;
     this.snapshotCloseWaitMs = snapshotCloseWaitMs;
@@ -228,6 +233,9 @@ public class StreamStateSettings {
             ? nonNegative(
                 StreamStateKeys.HEAP_MIRROR_BYTES_KEY.readLong(confs, 0), HEAP_MIRROR_BYTES)
             : -1,
+        nonNegative(
+            StreamStateKeys.NATIVE_HEAP_TRIM_INTERVAL_MS_KEY.readLong(confs),
+            NATIVE_HEAP_TRIM_INTERVAL_MS),
         StreamStateKeys.LOCAL_DIR_KEY.find(confs),
         lockTimeout,
         nonNegative(
@@ -416,6 +424,14 @@ public class StreamStateSettings {
    */
   public long heapMirrorBytes() {
     return heapMirrorBytes;
+  }
+
+  /**
+   * The least time between two trims of the C heap after RocksDB freed memory ({@link
+   * #NATIVE_HEAP_TRIM_INTERVAL_MS}); 0: never.
+   */
+  public long nativeHeapTrimIntervalMs() {
+    return nativeHeapTrimIntervalMs;
   }
 
   public Optional<String> localDir() {

@@ -153,6 +153,11 @@ public final class LocalDb implements AutoCloseable {
   /** The store's local directory's space: a write that found no room is reported as such. */
   private final LocalSpace space;
 
+  /**
+   * Gives what RocksDB freed back to the operating system (told of flushes, compactions, close).
+   */
+  private final NativeHeapTrimmer trimmer;
+
   private LocalDb(
       String storeName,
       Path dir,
@@ -162,6 +167,7 @@ public final class LocalDb implements AutoCloseable {
     RocksDbVersion.check();
     this.openDatabases = openDatabases;
     this.space = space;
+    this.trimmer = budget.trimmer();
     this.storeName = storeName;
     this.dir = dir;
     this.mirrors = new FamilyMirrors(budget.heapMirrors());
@@ -173,7 +179,8 @@ public final class LocalDb implements AutoCloseable {
             .setWriteBufferManager(budget.writeBufferManager())
             .setMaxBackgroundJobs(2)
             .setKeepLogFileNum(2)
-            .setMaxManifestFileSize(4L << 20);
+            .setMaxManifestFileSize(4L << 20)
+            .setListeners(List.of(budget.trimmer().listener()));
     space.attach(dbOptions);
     this.bloomFilter = new BloomFilter(10, false);
     BlockBasedTableConfig table =
@@ -1242,6 +1249,7 @@ public final class LocalDb implements AutoCloseable {
     }
     db.close();
     closeOptions();
+    trimmer.request(); // its memtables, table readers and cached blocks went back to malloc
   }
 
   /**

@@ -23,6 +23,7 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
   private final Cache cache;
   private final WriteBufferManager writeBufferManager;
   private final HeapMirrorBudget heapMirrors;
+  private final NativeHeapTrimmer trimmer;
 
   /** A private budget; the caller closes it after every store using it is closed. */
   public RocksDbMemoryBudget(long capBytes) {
@@ -34,6 +35,15 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
    * #defaultHeapMirrorBytes}; 0: no mirrors); the caller closes it after its stores.
    */
   public RocksDbMemoryBudget(long capBytes, long heapMirrorBytes) {
+    this(capBytes, heapMirrorBytes, NativeHeapTrimmer.DEFAULT_MIN_INTERVAL_MS);
+  }
+
+  /**
+   * A private budget as {@link #RocksDbMemoryBudget(long, long)}, whose stores' freed native memory
+   * is given back to the operating system at most once per {@code trimIntervalMs} (0: never; {@link
+   * NativeHeapTrimmer}).
+   */
+  public RocksDbMemoryBudget(long capBytes, long heapMirrorBytes, long trimIntervalMs) {
     RocksDbVersion.check();
     if (capBytes < (8L << 20)) {
       throw new IllegalArgumentException("memory cap must be at least 8 MiB, got " + capBytes);
@@ -47,6 +57,7 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
         new HeapMirrorBudget(
             heapMirrorBytes < 0 ? defaultHeapMirrorBytes() : heapMirrorBytes,
             DEFAULT_HEAP_MIRROR_FAMILY_BYTES);
+    this.trimmer = new NativeHeapTrimmer(trimIntervalMs);
   }
 
   /** Default heap one family's mirror may hold: 64 MiB. */
@@ -74,8 +85,18 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
   /** As {@link #shared(ProcessResources, long)}, the first caller also fixing the heap mirrors'. */
   public static RocksDbMemoryBudget shared(
       ProcessResources resources, long capBytes, long heapMirrorBytes) {
+    return shared(resources, capBytes, heapMirrorBytes, NativeHeapTrimmer.DEFAULT_MIN_INTERVAL_MS);
+  }
+
+  /**
+   * As {@link #shared(ProcessResources, long, long)}, the first caller also fixing the native heap
+   * trims' least interval ({@link NativeHeapTrimmer}; 0: none).
+   */
+  public static RocksDbMemoryBudget shared(
+      ProcessResources resources, long capBytes, long heapMirrorBytes, long trimIntervalMs) {
     return resources.component(
-            Shared.class, () -> new Shared(new RocksDbMemoryBudget(capBytes, heapMirrorBytes)))
+            Shared.class,
+            () -> new Shared(new RocksDbMemoryBudget(capBytes, heapMirrorBytes, trimIntervalMs)))
         .budget;
   }
 
@@ -102,6 +123,11 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
    */
   long writeBufferBytes() {
     return Math.max(1L << 20, Math.min(16L << 20, capBytes / 16));
+  }
+
+  /** Gives what this budget's stores freed back to the operating system. */
+  public NativeHeapTrimmer trimmer() {
+    return trimmer;
   }
 
   WriteBufferManager writeBufferManager() {
@@ -142,6 +168,7 @@ public final class RocksDbMemoryBudget implements AutoCloseable {
 
   @Override
   public void close() {
+    trimmer.close();
     writeBufferManager.close();
     cache.close();
   }
