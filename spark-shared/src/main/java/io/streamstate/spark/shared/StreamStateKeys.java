@@ -121,7 +121,7 @@ public final class StreamStateKeys {
                   + " or closes an instance, the memory it freed goes back to the operating system"
                   + " (glibc's `malloc_trim`, through the JVM's `System.trim_native_heap`, on a"
                   + " thread of its own), so that the container is not billed, or killed, for"
-                  + " memory malloc keeps free (400-600 MB after an eviction at 10M keys:"
+                  + " memory malloc keeps free (300-600 MB after an eviction at 10M keys:"
                   + " docs/bench/2026-12-03-issue21.md section 29). 0: never. Off by itself"
                   + " where the JVM has no such command (before 17.0.9, another allocator) or"
                   + " trims on its own (`-XX:TrimNativeHeapInterval`)")

@@ -35,6 +35,7 @@ class StreamStateSettingsTest {
     assertThat(s.groupCommitWaveMs()).isEqualTo(GroupCommitter.DEFAULT_WAVE);
     assertThat(s.journal()).isNotNull();
     assertThat(s.hedgePolicy().isEnabled()).isTrue();
+    assertThat(s.nativeHeapTrimIntervalMs()).isEqualTo(1000);
   }
 
   @Test
@@ -48,6 +49,7 @@ class StreamStateSettingsTest {
                 StreamStateSettings.MEMORY_CAP_BYTES, "1_073_741_824",
                 StreamStateSettings.LOCAL_DIR, "/data/ss",
                 StreamStateSettings.GROUP_COMMIT_JOURNAL, "false",
+                StreamStateSettings.NATIVE_HEAP_TRIM_INTERVAL_MS, "5s",
                 StreamStateSettings.HEDGE_ENABLED, "false"),
             7,
             10);
@@ -60,6 +62,12 @@ class StreamStateSettingsTest {
     assertThat(s.localDir()).contains("/data/ss");
     assertThat(s.journal()).isNull();
     assertThat(s.hedgePolicy().isEnabled()).isFalse();
+    assertThat(s.nativeHeapTrimIntervalMs()).isEqualTo(5000);
+    assertThat(
+            StreamStateSettings.parse(
+                    Map.of(StreamStateSettings.NATIVE_HEAP_TRIM_INTERVAL_MS, "0"), 1, 1)
+                .nativeHeapTrimIntervalMs())
+        .isZero();
   }
 
   @Test

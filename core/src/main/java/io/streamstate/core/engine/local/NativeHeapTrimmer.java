@@ -20,10 +20,10 @@ import org.slf4j.LoggerFactory;
  * Gives the C heap's free memory back to the operating system after RocksDB freed much of it. A
  * flushed memtable, a finished compaction's buffers or a closed instance go back to glibc's malloc,
  * which keeps them in its arenas (one per thread that allocated, up to eight per core) instead of
- * returning them: at 10M keys the batch that evicts a quarter of the state left the process's
- * resident set 400-600 MB over the heap and the memory cap, all of it free malloc memory (issue 21
- * bench, section 29: the JVM's own trimming brought it back under the bound). On YARN and
- * Kubernetes the container is killed for that memory, used or not.
+ * returning them: at 10M keys the batch that evicts a quarter of the state left 919-1,017 MB
+ * resident beside the committed heap, 397-736 MB with trims (issue 21 bench, section 29), and only
+ * with trims did every run stay within heap + cap + 512 MB. On YARN and Kubernetes the container is
+ * killed for that memory, used or not.
  *
  * <p>A trim is HotSpot's {@code System.trim_native_heap} (glibc's {@code malloc_trim}, through the
  * diagnostic command MBean; JDK 17.0.9 and later), run on a thread of its own at most once per
@@ -171,6 +171,9 @@ public final class NativeHeapTrimmer implements AutoCloseable {
     ScheduledThreadPoolExecutor executor =
         new ScheduledThreadPoolExecutor(1, ProcessResources.daemonThreads("streamstate-trim-"));
     executor.setRemoveOnCancelPolicy(true);
+    // Idle, the thread ends: a budget nobody closes (a test's process) leaves no thread behind.
+    executor.setKeepAliveTime(30, TimeUnit.SECONDS);
+    executor.allowCoreThreadTimeOut(true);
     return executor;
   }
 
