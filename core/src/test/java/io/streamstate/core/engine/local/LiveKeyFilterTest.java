@@ -63,12 +63,7 @@ class LiveKeyFilterTest {
     for (int i = from; i < to; i++) {
       changes.add(new Changelog.Change(key(i), deleted.test(i) ? null : key(i)));
     }
-    return new Changelog(
-        version,
-        version,
-        version - 1,
-        List.of(),
-        List.of(new Changelog.FamilyChanges(LocalDb.DEFAULT_FAMILY, changes)));
+    return TestChangelogs.ofDefaultFamily(version, changes);
   }
 
   /** Keys {@code [0, to)} read back: the live ones present, the others absent. */

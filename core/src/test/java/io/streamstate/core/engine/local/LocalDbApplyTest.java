@@ -43,12 +43,12 @@ class LocalDbApplyTest {
         for (int i = 0; i < n; i++) {
           first.add(new Changelog.Change(key(i), value(i, 1)));
         }
-        db.apply(changelog(1, first));
+        db.apply(TestChangelogs.ofDefaultFamily(1, first));
         List<Changelog.Change> second = new ArrayList<>();
         for (int i = 0; i < n; i++) {
           second.add(new Changelog.Change(key(i), i % 3 == 0 ? null : value(i, 2)));
         }
-        db.apply(changelog(2, second));
+        db.apply(TestChangelogs.ofDefaultFamily(2, second));
         for (int i = 0; i < n; i++) {
           byte[] v = db.get(LocalDb.DEFAULT_FAMILY, key(i));
           if (i % 3 == 0) {
@@ -70,10 +70,10 @@ class LocalDbApplyTest {
       LocalDb db = open(resources, budget);
       try {
         int n = 160_000;
-        db.apply(changelog(1, numberedPuts(n)));
+        db.apply(TestChangelogs.ofDefaultFamily(1, numberedPuts(n)));
         // An eviction: the oldest 120k keys (the smallest), as a watermark passing windows does.
         int evicted = 120_000;
-        db.apply(changelog(2, deletions(0, evicted)));
+        db.apply(TestChangelogs.ofDefaultFamily(2, deletions(0, evicted)));
         db.awaitCompactions();
         assertThat(db.deleteCompactions()).isEqualTo(1);
         // Compacted: no tombstone is left in any file or memtable, only the live keys.
@@ -89,7 +89,7 @@ class LocalDbApplyTest {
         assertThat(live.get(0)).isEqualTo(evicted);
 
         // A small eviction leaves its tombstones to RocksDB's own compactions.
-        db.apply(changelog(3, deletions(evicted, evicted + 1_000)));
+        db.apply(TestChangelogs.ofDefaultFamily(3, deletions(evicted, evicted + 1_000)));
         db.awaitCompactions(); // and the write, which may run after the apply returned
         assertThat(db.deleteCompactions()).isEqualTo(1);
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(evicted))).isNull();
@@ -108,11 +108,11 @@ class LocalDbApplyTest {
       LocalDb db = open(resources, budget);
       Thread closer = null;
       try {
-        db.apply(changelog(1, numberedPuts(160_000)));
+        db.apply(TestChangelogs.ofDefaultFamily(1, numberedPuts(160_000)));
         occupyCompactionThreads(release);
         // Every compaction thread is busy: the apply returns with its compaction queued, and the
         // instance reads the new version meanwhile.
-        db.apply(changelog(2, deletions(0, 120_000)));
+        db.apply(TestChangelogs.ofDefaultFamily(2, deletions(0, 120_000)));
         assertThat(db.compactionsDone()).isNotDone();
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(0))).isNull();
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(120_000))).isNotNull();
@@ -184,14 +184,5 @@ class LocalDbApplyTest {
     byte[] v = new byte[200];
     ByteBuffer.wrap(v).putInt(i).putInt(version);
     return v;
-  }
-
-  private static Changelog changelog(long version, List<Changelog.Change> changes) {
-    return new Changelog(
-        version,
-        version,
-        version - 1,
-        List.of(),
-        List.of(new Changelog.FamilyChanges(LocalDb.DEFAULT_FAMILY, changes)));
   }
 }

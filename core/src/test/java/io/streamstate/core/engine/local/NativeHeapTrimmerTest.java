@@ -30,7 +30,9 @@ class NativeHeapTrimmerTest {
       long afterFlushes;
       try {
         assertThat(trimmer.trims()).isZero(); // nothing flushed yet, nothing asked
-        db.apply(changelog(1, puts(40_000))); // 8 MB: eight 1 MiB memtables, flushed
+        db.apply(
+            TestChangelogs.ofDefaultFamily(
+                1, puts(40_000))); // 8 MB: eight 1 MiB memtables, flushed
         afterFlushes = awaitAbove(trimmer::trims, 0);
       } finally {
         db.close();
@@ -48,7 +50,7 @@ class NativeHeapTrimmerTest {
       assertThat(trimmer.enabled()).isFalse();
       LocalDb db = open(resources, budget);
       try {
-        db.apply(changelog(1, puts(40_000)));
+        db.apply(TestChangelogs.ofDefaultFamily(1, puts(40_000)));
         db.awaitCompactions();
       } finally {
         db.close();
@@ -87,14 +89,5 @@ class NativeHeapTrimmerTest {
       puts.add(new Changelog.Change(ByteBuffer.allocate(8).putInt(7).putInt(i).array(), value));
     }
     return puts;
-  }
-
-  private static Changelog changelog(long version, List<Changelog.Change> changes) {
-    return new Changelog(
-        version,
-        version,
-        version - 1,
-        List.of(),
-        List.of(new Changelog.FamilyChanges(LocalDb.DEFAULT_FAMILY, changes)));
   }
 }
