@@ -63,7 +63,7 @@ class LiveKeyFilterTest {
     for (int i = from; i < to; i++) {
       changes.add(new Changelog.Change(key(i), deleted.test(i) ? null : key(i)));
     }
-    return TestChangelogs.ofDefaultFamily(version, changes);
+    return LocalDbFixtures.ofDefaultFamily(version, changes);
   }
 
   /** Keys {@code [0, to)} read back: the live ones present, the others absent. */

@@ -36,19 +36,19 @@ class LocalDbApplyTest {
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20, NO_MIRRORS)) {
       assertThat(budget.writeBufferBytes()).isEqualTo(1L << 20);
-      LocalDb db = open(resources, budget);
+      LocalDb db = LocalDbFixtures.open(tmp, resources, budget);
       try {
         int n = 40_000; // 40k values of 200 bytes: 8 MB, eight memtables' worth
         List<Changelog.Change> first = new ArrayList<>();
         for (int i = 0; i < n; i++) {
           first.add(new Changelog.Change(key(i), value(i, 1)));
         }
-        db.apply(TestChangelogs.ofDefaultFamily(1, first));
+        db.apply(LocalDbFixtures.ofDefaultFamily(1, first));
         List<Changelog.Change> second = new ArrayList<>();
         for (int i = 0; i < n; i++) {
           second.add(new Changelog.Change(key(i), i % 3 == 0 ? null : value(i, 2)));
         }
-        db.apply(TestChangelogs.ofDefaultFamily(2, second));
+        db.apply(LocalDbFixtures.ofDefaultFamily(2, second));
         for (int i = 0; i < n; i++) {
           byte[] v = db.get(LocalDb.DEFAULT_FAMILY, key(i));
           if (i % 3 == 0) {
@@ -67,13 +67,13 @@ class LocalDbApplyTest {
   void aCommitDeletingMuchOfAFamilyCompactsItAndASmallOneDoesNot() throws Exception {
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20, NO_MIRRORS)) {
-      LocalDb db = open(resources, budget);
+      LocalDb db = LocalDbFixtures.open(tmp, resources, budget);
       try {
         int n = 160_000;
-        db.apply(TestChangelogs.ofDefaultFamily(1, numberedPuts(n)));
+        db.apply(LocalDbFixtures.ofDefaultFamily(1, numberedPuts(n)));
         // An eviction: the oldest 120k keys (the smallest), as a watermark passing windows does.
         int evicted = 120_000;
-        db.apply(TestChangelogs.ofDefaultFamily(2, deletions(0, evicted)));
+        db.apply(LocalDbFixtures.ofDefaultFamily(2, deletions(0, evicted)));
         db.awaitCompactions();
         assertThat(db.deleteCompactions()).isEqualTo(1);
         // Compacted: no tombstone is left in any file or memtable, only the live keys.
@@ -89,7 +89,7 @@ class LocalDbApplyTest {
         assertThat(live.get(0)).isEqualTo(evicted);
 
         // A small eviction leaves its tombstones to RocksDB's own compactions.
-        db.apply(TestChangelogs.ofDefaultFamily(3, deletions(evicted, evicted + 1_000)));
+        db.apply(LocalDbFixtures.ofDefaultFamily(3, deletions(evicted, evicted + 1_000)));
         db.awaitCompactions(); // and the write, which may run after the apply returned
         assertThat(db.deleteCompactions()).isEqualTo(1);
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(evicted))).isNull();
@@ -105,14 +105,14 @@ class LocalDbApplyTest {
     CountDownLatch release = new CountDownLatch(1);
     try (ProcessResources resources = new ProcessResources("test");
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20, NO_MIRRORS)) {
-      LocalDb db = open(resources, budget);
+      LocalDb db = LocalDbFixtures.open(tmp, resources, budget);
       Thread closer = null;
       try {
-        db.apply(TestChangelogs.ofDefaultFamily(1, numberedPuts(160_000)));
+        db.apply(LocalDbFixtures.ofDefaultFamily(1, numberedPuts(160_000)));
         occupyCompactionThreads(release);
         // Every compaction thread is busy: the apply returns with its compaction queued, and the
         // instance reads the new version meanwhile.
-        db.apply(TestChangelogs.ofDefaultFamily(2, deletions(0, 120_000)));
+        db.apply(LocalDbFixtures.ofDefaultFamily(2, deletions(0, 120_000)));
         assertThat(db.compactionsDone()).isNotDone();
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(0))).isNull();
         assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(120_000))).isNotNull();
@@ -169,15 +169,6 @@ class LocalDbApplyTest {
           });
     }
     started.await();
-  }
-
-  private LocalDb open(ProcessResources resources, RocksDbMemoryBudget budget) {
-    return LocalDb.open(
-        "s",
-        tmp.resolve("db"),
-        budget,
-        OpenDatabases.of(resources),
-        LocalSpace.unmanaged("s", tmp));
   }
 
   private static byte[] value(int i, int version) {

@@ -26,12 +26,12 @@ class NativeHeapTrimmerTest {
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20, 0, 1)) {
       NativeHeapTrimmer trimmer = budget.trimmer();
       assumeThat(trimmer.enabled()).as("this JVM can trim its C heap").isTrue();
-      LocalDb db = open(resources, budget);
+      LocalDb db = LocalDbFixtures.open(tmp, resources, budget);
       long afterFlushes;
       try {
         assertThat(trimmer.trims()).isZero(); // nothing flushed yet, nothing asked
         db.apply(
-            TestChangelogs.ofDefaultFamily(
+            LocalDbFixtures.ofDefaultFamily(
                 1, puts(40_000))); // 8 MB: eight 1 MiB memtables, flushed
         afterFlushes = awaitAbove(trimmer::trims, 0);
       } finally {
@@ -48,9 +48,9 @@ class NativeHeapTrimmerTest {
         RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20, 0, 0)) {
       NativeHeapTrimmer trimmer = budget.trimmer();
       assertThat(trimmer.enabled()).isFalse();
-      LocalDb db = open(resources, budget);
+      LocalDb db = LocalDbFixtures.open(tmp, resources, budget);
       try {
-        db.apply(TestChangelogs.ofDefaultFamily(1, puts(40_000)));
+        db.apply(LocalDbFixtures.ofDefaultFamily(1, puts(40_000)));
         db.awaitCompactions();
       } finally {
         db.close();
@@ -70,15 +70,6 @@ class NativeHeapTrimmerTest {
       Thread.sleep(10);
     }
     throw new AssertionError("no trim after a minute (still " + count.getAsLong() + ")");
-  }
-
-  private LocalDb open(ProcessResources resources, RocksDbMemoryBudget budget) {
-    return LocalDb.open(
-        "s",
-        tmp.resolve("db"),
-        budget,
-        OpenDatabases.of(resources),
-        LocalSpace.unmanaged("s", tmp));
   }
 
   private static List<Changelog.Change> puts(int n) {

@@ -1,11 +1,23 @@
 package io.streamstate.core.engine.local;
 
+import io.streamstate.core.ProcessResources;
 import io.streamstate.core.format.Changelog;
+import java.nio.file.Path;
 import java.util.List;
 
-/** Changelogs for tests of the local instance. */
-final class TestChangelogs {
-  private TestChangelogs() {}
+/** What tests of the local instance open and apply. */
+final class LocalDbFixtures {
+  private LocalDbFixtures() {}
+
+  /** A store's instance in {@code tmp}/db, its space unmanaged. */
+  static LocalDb open(Path tmp, ProcessResources resources, RocksDbMemoryBudget budget) {
+    return LocalDb.open(
+        "s",
+        tmp.resolve("db"),
+        budget,
+        OpenDatabases.of(resources),
+        LocalSpace.unmanaged("s", tmp));
+  }
 
   /**
    * Version {@code version}'s changes to the default column family, its commit id the version and
