@@ -24,7 +24,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream;
-import org.apache.spark.sql.execution.streaming.state.StateStore$;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StateOperatorProgress;
 import org.apache.spark.sql.streaming.StreamingQuery;
@@ -156,7 +155,7 @@ class ProviderLifecycleIT {
                   // As on a new machine: the stopped run's stores closed first (Spark keeps them
                   // loaded, and their background flushes and snapshots would write into what is
                   // being deleted), then their local state gone.
-                  StateStore$.MODULE$.stop();
+                  TestSessions.stopStateStores();
                   deleteRecursively(localRoot);
                 }));
     ClockedRun.Result hdfs =

@@ -19,7 +19,6 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.streaming.state.StateStore$;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.junit.jupiter.api.AfterAll;
@@ -79,8 +78,7 @@ class S3ListingLagIT {
   @AfterAll
   static void stop() throws Exception {
     if (spark != null) {
-      spark.stop();
-      StateStore$.MODULE$.stop();
+      TestSessions.stopWithStores(spark);
     }
     if (s3 != null) {
       s3.close();

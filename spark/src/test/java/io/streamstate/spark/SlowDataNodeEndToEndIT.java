@@ -49,7 +49,6 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream;
 import org.apache.spark.sql.execution.streaming.sinks.FileStreamSinkLog;
 import org.apache.spark.sql.execution.streaming.sinks.SinkFileStatus;
-import org.apache.spark.sql.execution.streaming.state.StateStore$;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StreamingQuery;
 import org.apache.spark.sql.streaming.StreamingQueryProgress;
@@ -179,10 +178,7 @@ class SlowDataNodeEndToEndIT {
       timer.shutdownNow();
     }
     if (spark != null) {
-      spark.stop();
-      // Spark's maintenance thread outlives the session and keeps the first session's interval
-      // (60 s here): later classes in this JVM would wait that long for their snapshots.
-      StateStore$.MODULE$.stop();
+      TestSessions.stopWithStores(spark);
     }
     if (dfs != null) {
       dfs.close();

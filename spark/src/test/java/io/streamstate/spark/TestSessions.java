@@ -7,9 +7,10 @@ import io.streamstate.core.engine.segment.GroupCommitter;
 import java.nio.file.Path;
 import java.util.Map;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.streaming.state.StateStore$;
 
 /** The SparkSession of an integration test class: local[2], few partitions, quiet, no UI. */
-final class TestSessions {
+public final class TestSessions {
   static final String OURS = StreamStateProvider.class.getName();
   static final String HDFS =
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider";
@@ -31,6 +32,34 @@ final class TestSessions {
   }
 
   private TestSessions() {}
+
+  /**
+   * Stops {@code spark}, then {@link #stopStateStores() its state stores}: Spark's maintenance task
+   * outlives the session, keeps calling the providers still loaded, and keeps this session's
+   * interval for the sessions of later classes in the JVM.
+   */
+  public static void stopWithStores(SparkSession spark) {
+    spark.stop();
+    stopStateStores();
+  }
+
+  /**
+   * Unloads every state store provider this JVM holds and ends Spark's maintenance, the pool first
+   * and outside the providers' lock where the line can (4.1 on): {@code StateStore.stop()} alone
+   * holds that lock while it waits for the pool, and a pool thread unloading a provider waits for
+   * the lock, so the stop sat out Spark's shutdown timeout (300 s, then 60 s more) in a CI run.
+   */
+  public static void stopStateStores() {
+    try {
+      // Public in the bytecode (private[streaming] in Scala); Spark's own tests call it so.
+      StateStore$.class.getMethod("stopMaintenanceTaskWithoutLock").invoke(StateStore$.MODULE$);
+    } catch (NoSuchMethodException e) {
+      // Spark 3.5 and 4.0: no such method; their stop() is all there is.
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("stopping Spark's state store maintenance", e);
+    }
+    StateStore$.MODULE$.stop();
+  }
 
   /**
    * Whether the running Spark is at least {@code major.minor}: these test sources run on every line
