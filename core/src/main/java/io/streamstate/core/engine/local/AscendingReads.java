@@ -38,6 +38,8 @@ public final class AscendingReads implements AutoCloseable {
   /** The iterator's current key, once read (each read is a copy out of native memory). */
   private byte[] currentKey;
 
+  private final EntryCopier copier = new EntryCopier();
+
   /** The key read last, and how many reads in a row ascended up to it. */
   private byte[] last;
 
@@ -79,7 +81,7 @@ public final class AscendingReads implements AutoCloseable {
         it.status(); // the end, or an error
         return null;
       }
-      return ByteKeys.ORDER.compare(currentKey(), key) == 0 ? it.value() : null;
+      return ByteKeys.ORDER.compare(currentKey(), key) == 0 ? copier.value(it) : null;
     } catch (RocksDBException e) {
       throw db.readFailure(e);
     }
@@ -119,7 +121,7 @@ public final class AscendingReads implements AutoCloseable {
 
   private byte[] currentKey() {
     if (currentKey == null) {
-      currentKey = it.key();
+      currentKey = copier.key(it);
     }
     return currentKey;
   }

@@ -145,6 +145,7 @@ final class FilterRebuild {
       state = State.SCANNING;
     }
     KeyHashes keys = new KeyHashes();
+    EntryCopier copier = new EntryCopier();
     State outcome = State.FAILED;
     try (ReadOptions options = new ReadOptions().setSnapshot(snapshot).setFillCache(false);
         RocksIterator it = db.newIterator(handle, options)) {
@@ -153,7 +154,7 @@ final class FilterRebuild {
         if ((keys.count() & 0xFFFF) == 0 && cancelRequested()) {
           break;
         }
-        if (!keys.add(it.key())) {
+        if (!keys.add(copier.key(it))) {
           break; // too many keys for a filter: none, as for a full scan
         }
         it.next();

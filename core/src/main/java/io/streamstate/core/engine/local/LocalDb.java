@@ -269,9 +269,10 @@ public final class LocalDb implements AutoCloseable {
         continue;
       }
       boolean fits = true;
+      EntryCopier copier = new EntryCopier();
       try (RocksIterator it = db.newIterator(family.getValue(), readOptions)) {
         for (it.seekToFirst(); fits && it.isValid(); it.next()) {
-          fits = mirror.append(it.key(), it.value());
+          fits = mirror.append(copier.key(it), copier.value(it));
         }
         it.status();
       } catch (RocksDBException e) {
@@ -631,6 +632,8 @@ public final class LocalDb implements AutoCloseable {
     private FullScan fullScan;
 
     /** The current key and value once read (each read is a copy out of native memory). */
+    private final EntryCopier copier;
+
     private byte[] key;
 
     private byte[] value;
@@ -639,12 +642,14 @@ public final class LocalDb implements AutoCloseable {
       this.it = it;
       this.heap = null;
       this.fullScan = fullScan;
+      this.copier = new EntryCopier();
     }
 
     private Cursor(HeapMirror.Entries heap, int from) {
       this.it = null;
       this.heap = heap;
       this.heapIndex = from;
+      this.copier = null;
     }
 
     public boolean isValid() {
@@ -657,7 +662,7 @@ public final class LocalDb implements AutoCloseable {
         return heap.keys()[heapIndex];
       }
       if (key == null) {
-        key = it.key();
+        key = copier.key(it);
       }
       return key;
     }
@@ -667,7 +672,7 @@ public final class LocalDb implements AutoCloseable {
         return heap.values()[heapIndex];
       }
       if (value == null) {
-        value = it.value();
+        value = copier.value(it);
       }
       return value;
     }
