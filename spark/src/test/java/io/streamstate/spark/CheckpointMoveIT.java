@@ -24,10 +24,13 @@ import org.junit.jupiter.api.io.TempDir;
  * key's total after the move equals a plain-Java sum over all input, the resumed run's batches
  * continue the old ones, and the whole output equals, batch for batch, that of an uninterrupted run
  * of the same input on 4.2. Each run is a child JVM with its line's classpath and runtime jar
- * ({@link CheckpointMoveMain}). Run by the 3.5 modules (their poms set the properties); elsewhere
- * skipped.
+ * ({@code CheckpointMoveMain}, from each line module's test classes). Run by the spark-cross-line
+ * module (its pom sets the properties); elsewhere skipped.
  */
 class CheckpointMoveIT {
+  /** By name: compiled by each line module against its Spark, never in this test's module. */
+  private static final String CHECKPOINT_MOVE_MAIN = "io.streamstate.spark.CheckpointMoveMain";
+
   @TempDir Path work;
 
   @Test
@@ -36,10 +39,11 @@ class CheckpointMoveIT {
     String thisClasspath = System.getProperty("streamstate.thisLineClasspathFile");
     String otherJar = System.getProperty("streamstate.otherLineJar");
     String otherClasspath = System.getProperty("streamstate.otherLineClasspathFile");
+    String thisTestClasses = System.getProperty("streamstate.thisLineTestClasses");
     String otherTestClasses = System.getProperty("streamstate.otherLineTestClasses");
     assumeTrue(
-        thisJar != null && otherJar != null && otherTestClasses != null,
-        "set by the 3.5 modules only");
+        thisJar != null && otherJar != null && thisTestClasses != null && otherTestClasses != null,
+        "set by the spark-cross-line module only");
 
     Path input = Files.createDirectories(work.resolve("input"));
     Path output = work.resolve("output.txt");
@@ -52,7 +56,7 @@ class CheckpointMoveIT {
         runChild(
             SparkLineProbe.classpathOf(thisClasspath),
             thisJar,
-            Paths.get("target", "test-classes"),
+            Paths.get(thisTestClasses),
             checkpoint,
             input,
             output);
@@ -139,7 +143,7 @@ class CheckpointMoveIT {
     return SparkLineProbe.runMain(
         full,
         testClasses,
-        CheckpointMoveMain.class,
+        CHECKPOINT_MOVE_MAIN,
         List.of(checkpoint, input.toString(), output.toString()),
         work,
         Duration.ofMinutes(5));

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * and the artifact to use. So does the checkpoint file manager where both lines have its package
  * (4.1 and later); between 4.0 and 4.1+, whose {@code CheckpointFileManager} packages differ, the
  * manager cannot load, and the JVM's error names the jar's line's {@code CheckpointFileManager}.
- * Run by the spark-4.0 and spark-4.1 modules against the spark module's 4.2 jar (their poms set the
- * properties); elsewhere skipped.
+ * Run by the spark-cross-line module for each line against the spark module's 4.2 jar (its pom sets
+ * the properties); elsewhere skipped.
  */
 class CrossLineJarIT {
   private static final Pattern SPARK_CORE =
@@ -43,7 +43,7 @@ class CrossLineJarIT {
   private void probeAndCheck(String jarProperty, String classpathProperty) throws Exception {
     String jar = System.getProperty(jarProperty);
     String classpathFile = System.getProperty(classpathProperty);
-    assumeTrue(jar != null && classpathFile != null, "set by the spark-4.1 module only");
+    assumeTrue(jar != null && classpathFile != null, "set by the spark-cross-line module only");
     assertThat(Paths.get(jar))
         .as("the jar (build the spark module first: mvn verify from the root)")
         .exists();

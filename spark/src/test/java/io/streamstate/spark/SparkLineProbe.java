@@ -25,7 +25,7 @@ final class SparkLineProbe {
     return runMain(
         classpath,
         Paths.get("target", "test-classes"),
-        SparkLineProbeMain.class,
+        SparkLineProbeMain.class.getName(),
         List.of(work.resolve("checkpoint").toUri().toString()),
         work,
         Duration.ofMinutes(2));
@@ -40,13 +40,13 @@ final class SparkLineProbe {
   static String runMain(
       List<String> classpath,
       Path testClasses,
-      Class<?> main,
+      String main,
       List<String> args,
       Path work,
       Duration timeout)
       throws Exception {
     Path mainDir = Files.createTempDirectory(work, "main");
-    String classFile = main.getName().replace('.', '/') + ".class";
+    String classFile = main.replace('.', '/') + ".class";
     Files.createDirectories(mainDir.resolve(classFile).getParent());
     Files.copy(testClasses.resolve(classFile), mainDir.resolve(classFile));
     List<String> fullClasspath = new ArrayList<>(classpath);
@@ -58,7 +58,7 @@ final class SparkLineProbe {
     command.add("-Xmx1g");
     command.add("-cp");
     command.add(String.join(File.pathSeparator, fullClasspath));
-    command.add(main.getName());
+    command.add(main);
     command.addAll(args);
     Path log = Files.createTempFile(work, "child", ".log");
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
