@@ -20,22 +20,20 @@ final class EntryCopier {
 
   /** A copy of the iterator's current key; the iterator must be valid. */
   byte[] key(RocksIterator it) {
-    buffer.clear();
-    int size = it.key(buffer);
-    if (size > buffer.capacity()) {
-      grow(size);
-      size = it.key(buffer);
-    }
-    return Arrays.copyOf(buffer.array(), size);
+    return copy(it, true);
   }
 
   /** A copy of the iterator's current value; the iterator must be valid. */
   byte[] value(RocksIterator it) {
+    return copy(it, false);
+  }
+
+  private byte[] copy(RocksIterator it, boolean key) {
     buffer.clear();
-    int size = it.value(buffer);
+    int size = key ? it.key(buffer) : it.value(buffer);
     if (size > buffer.capacity()) {
       grow(size);
-      size = it.value(buffer);
+      size = key ? it.key(buffer) : it.value(buffer);
     }
     return Arrays.copyOf(buffer.array(), size);
   }
