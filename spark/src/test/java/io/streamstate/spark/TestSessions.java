@@ -10,7 +10,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.streaming.state.StateStore$;
 
 /** The SparkSession of an integration test class: local[2], few partitions, quiet, no UI. */
-public final class TestSessions {
+final class TestSessions {
   static final String OURS = StreamStateProvider.class.getName();
   static final String HDFS =
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider";
@@ -38,7 +38,7 @@ public final class TestSessions {
    * outlives the session, keeps calling the providers still loaded, and keeps this session's
    * interval for the sessions of later classes in the JVM.
    */
-  public static void stopWithStores(SparkSession spark) {
+  static void stopWithStores(SparkSession spark) {
     spark.stop();
     stopStateStores();
   }
@@ -49,7 +49,7 @@ public final class TestSessions {
    * holds that lock while it waits for the pool, and a pool thread unloading a provider waits for
    * the lock, so the stop sat out Spark's shutdown timeout (300 s, then 60 s more) in a CI run.
    */
-  public static void stopStateStores() {
+  static void stopStateStores() {
     try {
       // Public in the bytecode (private[streaming] in Scala); Spark's own tests call it so.
       StateStore$.class.getMethod("stopMaintenanceTaskWithoutLock").invoke(StateStore$.MODULE$);
