@@ -631,9 +631,10 @@ public final class LocalDb implements AutoCloseable {
     /** Set while the cursor scans from the family's start, adding each entry it passes. */
     private FullScan fullScan;
 
-    /** The current key and value once read (each read is a copy out of native memory). */
+    /** Copies the RocksDB iterator's entries out of native memory; null over a heap mirror. */
     private final EntryCopier copier;
 
+    /** The current key and value once read (each read is a copy out of native memory). */
     private byte[] key;
 
     private byte[] value;
