@@ -172,6 +172,74 @@ class LiveKeyFilterTest {
     }
   }
 
+  /**
+   * A full scan builds a new filter only when the family's filter has taken more keys than it has
+   * room for: one with room keeps answering (deleted keys stay in it), and hashing every key of a
+   * large store each batch would cost its eviction scan a second or more.
+   */
+  @Test
+  void aFullScanRebuildsTheFilterOnlyOnceItIsPastItsRoom() {
+    LocalDb db = open("room");
+    List<Runnable> background = new ArrayList<>();
+    db.backgroundExecutor(background::add);
+    try {
+      db.apply(puts(1, 0, 10_000, i -> false)); // room for 16,384
+      db.apply(puts(2, 0, 5_000, i -> true)); // deleted: they stay in the filter
+      scanToEnd(db);
+      assertThat(mightContain(db, 0, 5_000))
+          .as("deleted keys after a scan of a filter with room: the same filter")
+          .isEqualTo(5_000);
+      assertReads(db, 10_000, i -> i >= 5_000);
+      db.apply(puts(3, 10_000, 17_000, i -> false)); // 17,000 added: past its room
+      assertThat(background).as("not yet filling up: no background rebuild").isEmpty();
+      scanToEnd(db);
+      assertThat(db.hasLiveKeyFilter(LocalDb.DEFAULT_FAMILY)).isTrue();
+      assertThat(mightContain(db, 0, 5_000))
+          .as("deleted keys the scan's new filter lets through")
+          .isLessThan(250);
+      assertReads(db, 17_000, i -> i >= 5_000);
+    } finally {
+      db.close();
+    }
+  }
+
+  /**
+   * A full scan of a family whose files are larger than half the block cache reads past the cache:
+   * every entry in order, and the cache no fuller than before (a scan that filled it would leave it
+   * holding the family's last blocks, up to the whole cap).
+   */
+  @Test
+  void aFullScanOfAFamilyLargerThanTheCacheReadsEveryEntryWithoutFillingIt() throws Exception {
+    LocalDb db = open("large");
+    Random random = new Random(11);
+    try {
+      List<Changelog.Change> changes = new ArrayList<>();
+      Map<Integer, byte[]> values = new LinkedHashMap<>();
+      for (int i = 0; i < 100_000; i++) {
+        byte[] value = new byte[200]; // incompressible: about 20 MB of files, the cache is 16 MB
+        random.nextBytes(value);
+        values.put(i, value);
+        changes.add(new Changelog.Change(key(i), value));
+      }
+      db.apply(LocalDbFixtures.ofDefaultFamily(1, changes));
+      db.checkpoint(tmp.resolve("flushed")); // flushes the memtables into SST files
+      long before = budget.usedBytes();
+      int i = 0;
+      try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, null)) {
+        for (; c.isValid(); c.next(), i++) {
+          assertThat(c.key()).as("key %d", i).isEqualTo(key(i));
+          assertThat(c.value()).as("value %d", i).isEqualTo(values.get(i));
+        }
+      }
+      assertThat(i).isEqualTo(100_000);
+      assertThat(budget.usedBytes() - before)
+          .as("cache bytes the scan added (cap 16 MiB)")
+          .isLessThan(2L << 20);
+    } finally {
+      db.close();
+    }
+  }
+
   /** A rebuild whose family is dropped, or whose instance closes, before it runs never scans. */
   @Test
   void aRebuildOfADroppedFamilyOrAClosedInstanceNeverScans() {
