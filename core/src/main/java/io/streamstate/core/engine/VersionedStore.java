@@ -359,9 +359,9 @@ public final class VersionedStore implements AutoCloseable {
       Changelog changelog = tx.toChangelog(newVersion, commitId, parentId);
       // c3 starts now, beside c1's encoding and c2: the local apply and the durable write each
       // take a share of a large commit's time, and neither needs the other's result. The lock
-      // keeps every other user of the local instance out until the apply is joined below (a
-      // mirrored store's apply returns once its heap mirrors have the version; LocalDb makes
-      // every later use of RocksDB wait for the write that follows).
+      // keeps every other user of the local instance out until the apply is joined below (an
+      // apply returns once the heap mirrors, if any, have the version; LocalDb makes every later
+      // use of RocksDB wait for the RocksDB write that follows).
       CompletableFuture<Void> applied =
           CompletableFuture.runAsync(() -> local.apply(changelog), LocalApplyPool.EXECUTOR);
       PublishedCommit published;

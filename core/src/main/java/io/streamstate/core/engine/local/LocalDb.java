@@ -771,11 +771,13 @@ public final class LocalDb implements AutoCloseable {
    * version in the heap alone, and RocksDB is not written now: it lags ({@link WriteLag}) until
    * something reads it (a checkpoint, a family whose mirror went), and then takes the difference
    * between what it holds and the newest version, in which a key put and deleted in between never
-   * appears (issue 21 bench, section 24). A lag the heap budget refuses does not begin: the RocksDB
-   * write then runs after this returns, on {@link LocalWritePool} (a commit waits for its durable
-   * write and the mirrors, not for memtable inserts, section 20), and the next use of RocksDB waits
-   * for it. If a catch-up or a write fails, the mirrors stay exact, but the instance is not {@link
-   * #usable} any more: its holder discards it and the next load restores from durable storage.
+   * appears (issue 21 bench, section 24). Otherwise (a lag the heap budget refuses, a family not
+   * mirrored) the RocksDB write runs after this returns, on {@link LocalWritePool} (a commit waits
+   * for its durable write and the mirrors, not for memtable inserts, sections 20 and 31), and every
+   * later use of RocksDB waits for it: the next apply, a read of a family not mirrored, a
+   * checkpoint, {@link #usable}, close. If a catch-up or a write fails, the mirrors stay exact, but
+   * the instance is not {@link #usable} any more: its holder discards it and the next load restores
+   * from durable storage.
    */
   public void apply(Changelog changelog) {
     checkOpen();
@@ -796,7 +798,15 @@ public final class LocalDb implements AutoCloseable {
           if (lag.lagging()) {
             writeChanges(lag.end()); // up to the version before this one, which a mirror left
           }
-          writeChanges(changelog);
+          if (writesAfterApply) {
+            // A family RocksDB alone holds: the next transaction's reads wait for this write, but
+            // the commit does not (an eviction's millions of deletions took it seconds, issue 21
+            // section 31), and the write runs beside the batch's other tasks.
+            pendingWrite =
+                CompletableFuture.runAsync(() -> writeAfterApply(changelog), writeExecutor);
+          } else {
+            writeChanges(changelog);
+          }
         } else {
           // A store whose mirror may soon not fit does not lag: a mirror dropped while RocksDB
           // lags makes it catch up, a mirror's worth, before the commit returns. It catches up
@@ -884,8 +894,8 @@ public final class LocalDb implements AutoCloseable {
     } catch (RocksDBException | RuntimeException | Error e) {
       RuntimeException failure = failure("write of version " + changelog.version(), e);
       LOG.warn(
-          "Store {}: version {} is durable and in the heap mirrors, but writing it to the local"
-              + " RocksDB failed; the next load restores from durable storage",
+          "Store {}: version {} is durable, but writing it to the local RocksDB failed; the"
+              + " next load restores from durable storage",
           storeName,
           changelog.version(),
           e);

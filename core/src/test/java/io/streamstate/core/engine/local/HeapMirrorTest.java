@@ -703,7 +703,8 @@ class HeapMirrorTest {
   }
 
   @Test
-  void aStoreWithAFamilyNotMirroredWritesBeforeItsApplyReturns() {
+  void aStoreWithAFamilyNotMirroredCatchesUpBeforeItsApplyReturnsAndWritesTheVersionAfter()
+      throws Exception {
     // Room for the first version's mirror, not the second's.
     HeldWrites writes = new HeldWrites();
     LocalDb db = openHoldingWrites(budget(64L << 20), writes);
@@ -711,17 +712,21 @@ class HeapMirrorTest {
     Random random = new Random(13);
     db.apply(createExtraWithKeyOne());
     assertThat(writes.held()).as("RocksDB lags: nothing to write yet").isZero();
-    // Out of order: the default family's mirror goes, so the apply writes before it returns,
-    // after what RocksDB lagged behind (version 1's key in "extra").
+    // Out of order: the default family's mirror goes, so the apply ends the lag before it
+    // returns (version 1's key in "extra"), and leaves version 2's write to run after it.
     List<Changelog.Change> reversed = new ArrayList<>(changes(random, 2, 500, 3_000));
     java.util.Collections.reverse(reversed);
     db.apply(changelog(2, reversed));
     applyToModel(model, reversed);
     assertThat(db.mirrored(FAMILY)).isFalse();
     assertThat(db.mirrored("extra")).isTrue();
-    assertThat(writes.held()).as("written before the apply returned").isZero();
-    assertThat(db.changesCaughtUp()).isEqualTo(1);
+    assertThat(db.changesCaughtUp()).as("the lag ended before the apply returned").isEqualTo(1);
+    assertThat(writes.held()).as("version 2's write waits, the apply returned").isEqualTo(1);
+    // A read of the family RocksDB alone holds waits for that write.
+    Thread releaser = releaseWhenWaiting(Thread.currentThread(), writes);
     assertAnswersAs(db, model, random);
+    releaser.join();
+    assertThat(writes.held()).isZero();
     db.checkpoint(tmp.resolve("checkpoint"));
     assertThat(open("r", tmp.resolve("checkpoint"), budget(0)).get("extra", key(1)))
         .isEqualTo(value(1, 1));

@@ -49,9 +49,15 @@ class LiveKeyFilterTest {
     return openAt(tmp.resolve(dir));
   }
 
+  /**
+   * An instance whose RocksDB writes run inside its applies: what is checked here (the filters a
+   * write leaves, the rebuilds it starts) is then there when the apply returns.
+   */
   private LocalDb openAt(Path dir) {
-    return LocalDb.open(
-        "s", dir, budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+    LocalDb db =
+        LocalDb.open("s", dir, budget, OpenDatabases.of(resources), LocalSpace.unmanaged("s", tmp));
+    db.writeExecutor(Runnable::run);
+    return db;
   }
 
   private static byte[] key(int i) {

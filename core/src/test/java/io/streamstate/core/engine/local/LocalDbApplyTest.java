@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -131,6 +133,59 @@ class LocalDbApplyTest {
         if (closer == null) {
           db.close();
         }
+      }
+    }
+  }
+
+  /**
+   * An apply returns before RocksDB has the version (the write runs on the write pool: a commit
+   * does not wait for an eviction's millions of deletions), and every read that follows waits for
+   * that write: a point read, the live-key filter (the write adds the new keys to it), a scan.
+   */
+  @Test
+  void anApplyReturnsBeforeItsWriteAndEveryReadAfterItWaitsForTheWrite() throws Exception {
+    try (ProcessResources resources = new ProcessResources("test");
+        RocksDbMemoryBudget budget = new RocksDbMemoryBudget(8L << 20, NO_MIRRORS)) {
+      LocalDb db = LocalDbFixtures.open(tmp, resources, budget);
+      List<Runnable> held = new ArrayList<>();
+      db.writeExecutor(held::add);
+      try {
+        db.apply(LocalDbFixtures.ofDefaultFamily(1, numberedPuts(1_000)));
+        assertThat(held).as("the apply returned, its write waits").hasSize(1);
+
+        AtomicReference<byte[]> read = new AtomicReference<>();
+        AtomicReference<Boolean> mayContain = new AtomicReference<>();
+        AtomicInteger scanned = new AtomicInteger();
+        Thread reader =
+            new Thread(
+                () -> {
+                  read.set(db.get(LocalDb.DEFAULT_FAMILY, key(7)));
+                  mayContain.set(db.mightContain(LocalDb.DEFAULT_FAMILY, key(999)));
+                  try (LocalDb.Cursor c = db.newIterator(LocalDb.DEFAULT_FAMILY, null)) {
+                    for (; c.isValid(); c.next()) {
+                      scanned.incrementAndGet();
+                    }
+                  }
+                });
+        reader.start();
+        while (reader.isAlive() && reader.getState() != Thread.State.WAITING) {
+          Thread.onSpinWait(); // a reader that did not wait would end here, with nothing read
+        }
+        held.remove(0).run();
+        reader.join();
+        assertThat(read.get()).isEqualTo(ByteBuffer.allocate(8).putInt(7).array());
+        assertThat(mayContain.get()).as("key 999 in the filter").isTrue();
+        assertThat(scanned.get()).isEqualTo(1_000);
+
+        // The next apply waits for the write before it; both land.
+        db.apply(LocalDbFixtures.ofDefaultFamily(2, deletions(0, 10)));
+        held.remove(0).run();
+        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(9))).isNull();
+        assertThat(db.get(LocalDb.DEFAULT_FAMILY, key(10))).isNotNull();
+        assertThat(db.usable()).isTrue();
+      } finally {
+        held.forEach(Runnable::run);
+        db.close();
       }
     }
   }
