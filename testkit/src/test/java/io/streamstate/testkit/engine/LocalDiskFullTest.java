@@ -98,6 +98,29 @@ class LocalDiskFullTest {
       Step giveBack,
       String flushCause)
       throws Exception {
+    // Each commit's RocksDB write done before it returns (by default it runs after, and the next
+    // load finds the failure), so that the commit that meets RocksDB's error state discards the
+    // instance at once, before the disk is filled again; LocalDb's diagnostic switch.
+    System.setProperty(WRITES_BEFORE_APPLY_RETURNS, "true");
+    try {
+      runOutAndRecoverWritingBeforeCommitsReturn(
+          durable, resources, local, runOut, giveBack, flushCause);
+    } finally {
+      System.clearProperty(WRITES_BEFORE_APPLY_RETURNS);
+    }
+  }
+
+  private static final String WRITES_BEFORE_APPLY_RETURNS =
+      "streamstate.local.writesBeforeApplyReturns";
+
+  private static void runOutAndRecoverWritingBeforeCommitsReturn(
+      InMemoryStorage durable,
+      ProcessResources resources,
+      Path local,
+      Step runOut,
+      Step giveBack,
+      String flushCause)
+      throws Exception {
     // Shared SSTs (no inlining): a restore copies SST files into the local directory.
     StoreOptions options =
         StoreOptions.defaults().withSnapshotInterval(1_000).withInlineSstMaxBytes(0);
@@ -222,8 +245,8 @@ class LocalDiskFullTest {
   }
 
   /**
-   * Heap mirrors off (in {@link #runOutAndRecover}): each commit's RocksDB write is done before it
-   * returns, so the commit that meets RocksDB's error state discards the instance at once.
+   * Heap mirrors off (in {@link #runOutAndRecover}, which also has each commit's RocksDB write done
+   * before it returns): the commit that meets RocksDB's error state discards the instance at once.
    */
   private static final RocksDbMemoryBudget NO_MIRRORS = new RocksDbMemoryBudget(64L << 20, 0);
 
