@@ -60,6 +60,26 @@ class LocalDiskFullTest {
     }
   }
 
+  /**
+   * As above with the default commit: its RocksDB write runs after it returns, meets RocksDB's
+   * error state there, and the next load does not reuse the instance. (On a full file system the
+   * instance's files, deleted as it goes, would make room for that load; a limit stays.)
+   */
+  @Test
+  void aCommitWhoseWriteAfterItMeetsTheLimitLeavesTheInstanceToBeRestored() throws Exception {
+    InMemoryStorage durable = new InMemoryStorage();
+    try (ProcessResources resources = new ProcessResources("diskfull-after")) {
+      LocalSpaceLimit limit = LocalSpaceLimit.trackForTests(resources);
+      runOutAndRecoverAsConfigured(
+          durable,
+          resources,
+          tmp.resolve("local"),
+          () -> limit.limitForTests(1),
+          limit::liftForTests,
+          "Max allowed space was reached");
+    }
+  }
+
   @Test
   void aStoreOnAFullFileSystemFailsClearlyAndRecoversFromDurableStorage() throws Exception {
     Path mount = tmp.resolve("small-fs");
@@ -103,8 +123,7 @@ class LocalDiskFullTest {
     // instance at once, before the disk is filled again; LocalDb's diagnostic switch.
     System.setProperty(WRITES_BEFORE_APPLY_RETURNS, "true");
     try {
-      runOutAndRecoverWritingBeforeCommitsReturn(
-          durable, resources, local, runOut, giveBack, flushCause);
+      runOutAndRecoverAsConfigured(durable, resources, local, runOut, giveBack, flushCause);
     } finally {
       System.clearProperty(WRITES_BEFORE_APPLY_RETURNS);
     }
@@ -113,7 +132,7 @@ class LocalDiskFullTest {
   private static final String WRITES_BEFORE_APPLY_RETURNS =
       "streamstate.local.writesBeforeApplyReturns";
 
-  private static void runOutAndRecoverWritingBeforeCommitsReturn(
+  private static void runOutAndRecoverAsConfigured(
       InMemoryStorage durable,
       ProcessResources resources,
       Path local,
@@ -142,7 +161,8 @@ class LocalDiskFullTest {
       assertThat(ForcedSnapshotTest.snapshotVersions(durable)).containsExactly(3L);
 
       // RocksDB now refuses every write of that instance. The commit of 5 is durable (its
-      // changelog was published) and its local apply fails: the instance is discarded, not kept.
+      // changelog was published) and its RocksDB write fails: the instance is discarded, not
+      // kept (by the commit when it writes before it returns, else by the next load).
       long durableLoads = store.metrics().snapshot().durableLoads();
       commit(store, 5);
       // The discarded instance's files gave some room back: take it again.
