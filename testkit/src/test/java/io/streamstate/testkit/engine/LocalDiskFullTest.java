@@ -46,18 +46,7 @@ class LocalDiskFullTest {
 
   @Test
   void aStoreWhoseLocalLimitIsReachedFailsClearlyAndRecoversFromDurableStorage() throws Exception {
-    InMemoryStorage durable = new InMemoryStorage();
-    try (ProcessResources resources = new ProcessResources("diskfull")) {
-      LocalSpaceLimit limit = LocalSpaceLimit.trackForTests(resources);
-      Path local = tmp.resolve("local");
-      runOutAndRecover(
-          durable,
-          resources,
-          local,
-          () -> limit.limitForTests(1),
-          limit::liftForTests,
-          "Max allowed space was reached"); // RocksDB's words for its limit
-    }
+    runOutOfALimitAndRecover("diskfull", true);
   }
 
   /**
@@ -67,16 +56,24 @@ class LocalDiskFullTest {
    */
   @Test
   void aCommitWhoseWriteAfterItMeetsTheLimitLeavesTheInstanceToBeRestored() throws Exception {
-    InMemoryStorage durable = new InMemoryStorage();
-    try (ProcessResources resources = new ProcessResources("diskfull-after")) {
+    runOutOfALimitAndRecover("diskfull-after", false);
+  }
+
+  /** {@link #runOutAndRecover} on a space limit, with commits writing before they return or not. */
+  private void runOutOfALimitAndRecover(String name, boolean writesBeforeCommitsReturn)
+      throws Exception {
+    try (ProcessResources resources = new ProcessResources(name)) {
       LocalSpaceLimit limit = LocalSpaceLimit.trackForTests(resources);
-      runOutAndRecoverAsConfigured(
-          durable,
-          resources,
-          tmp.resolve("local"),
-          () -> limit.limitForTests(1),
-          limit::liftForTests,
-          "Max allowed space was reached");
+      Step runOut = () -> limit.limitForTests(1);
+      Step giveBack = limit::liftForTests;
+      String cause = "Max allowed space was reached"; // RocksDB's words for its limit
+      Path local = tmp.resolve("local");
+      if (writesBeforeCommitsReturn) {
+        runOutAndRecover(new InMemoryStorage(), resources, local, runOut, giveBack, cause);
+      } else {
+        runOutAndRecoverAsConfigured(
+            new InMemoryStorage(), resources, local, runOut, giveBack, cause);
+      }
     }
   }
 
