@@ -68,11 +68,12 @@ class LocalDiskFullTest {
       Step giveBack = limit::liftForTests;
       String cause = "Max allowed space was reached"; // RocksDB's words for its limit
       Path local = tmp.resolve("local");
+      Step run =
+          () -> runOutAndRecover(new InMemoryStorage(), resources, local, runOut, giveBack, cause);
       if (writesBeforeCommitsReturn) {
-        runOutAndRecover(new InMemoryStorage(), resources, local, runOut, giveBack, cause);
+        withCommitsWritingBeforeTheyReturn(run);
       } else {
-        runOutAndRecoverAsConfigured(
-            new InMemoryStorage(), resources, local, runOut, giveBack, cause);
+        run.run();
       }
     }
   }
@@ -85,13 +86,15 @@ class LocalDiskFullTest {
     Assumptions.assumeTrue(refused == null, () -> "skipped: cannot mount a tmpfs: " + refused);
     try (ProcessResources resources = new ProcessResources("diskfull-tmpfs")) {
       Path ballast = mount.resolve("ballast");
-      runOutAndRecover(
-          new InMemoryStorage(),
-          resources,
-          mount.resolve("local"),
-          () -> fill(ballast),
-          () -> Files.delete(ballast),
-          "No space left on device");
+      withCommitsWritingBeforeTheyReturn(
+          () ->
+              runOutAndRecover(
+                  new InMemoryStorage(),
+                  resources,
+                  mount.resolve("local"),
+                  () -> fill(ballast),
+                  () -> Files.delete(ballast),
+                  "No space left on device"));
     } finally {
       run("umount", mount.toString());
     }
@@ -102,25 +105,15 @@ class LocalDiskFullTest {
   }
 
   /**
-   * Versions 1-3 and a snapshot of 3 with room; then no room: the snapshot of 4 fails at its local
-   * flush, the commit of 5 is durable but its local apply meets RocksDB's error state (the instance
-   * goes), and the load of 5 fails; room again: the load of 5 restores from durable storage, and a
-   * fresh store loads every version exactly.
+   * Runs {@code body} with each commit's RocksDB write done before it returns (by default it runs
+   * after, and the next load finds the failure), so that the commit that meets RocksDB's error
+   * state discards the instance at once, before the disk is filled again; LocalDb's diagnostic
+   * switch.
    */
-  private static void runOutAndRecover(
-      InMemoryStorage durable,
-      ProcessResources resources,
-      Path local,
-      Step runOut,
-      Step giveBack,
-      String flushCause)
-      throws Exception {
-    // Each commit's RocksDB write done before it returns (by default it runs after, and the next
-    // load finds the failure), so that the commit that meets RocksDB's error state discards the
-    // instance at once, before the disk is filled again; LocalDb's diagnostic switch.
+  private static void withCommitsWritingBeforeTheyReturn(Step body) throws Exception {
     System.setProperty(WRITES_BEFORE_APPLY_RETURNS, "true");
     try {
-      runOutAndRecoverAsConfigured(durable, resources, local, runOut, giveBack, flushCause);
+      body.run();
     } finally {
       System.clearProperty(WRITES_BEFORE_APPLY_RETURNS);
     }
@@ -129,7 +122,13 @@ class LocalDiskFullTest {
   private static final String WRITES_BEFORE_APPLY_RETURNS =
       "streamstate.local.writesBeforeApplyReturns";
 
-  private static void runOutAndRecoverAsConfigured(
+  /**
+   * Versions 1-3 and a snapshot of 3 with room; then no room: the snapshot of 4 fails at its local
+   * flush, the commit of 5 is durable but its RocksDB write meets RocksDB's error state (the
+   * instance goes), and the load of 5 fails; room again: the load of 5 restores from durable
+   * storage, and a fresh store loads every version exactly.
+   */
+  private static void runOutAndRecover(
       InMemoryStorage durable,
       ProcessResources resources,
       Path local,
@@ -262,8 +261,8 @@ class LocalDiskFullTest {
   }
 
   /**
-   * Heap mirrors off (in {@link #runOutAndRecover}, which also has each commit's RocksDB write done
-   * before it returns): the commit that meets RocksDB's error state discards the instance at once.
+   * Heap mirrors off (in {@link #runOutAndRecover}): every version goes to RocksDB, and the write
+   * that meets RocksDB's error state leaves the instance to be discarded.
    */
   private static final RocksDbMemoryBudget NO_MIRRORS = new RocksDbMemoryBudget(64L << 20, 0);
 
