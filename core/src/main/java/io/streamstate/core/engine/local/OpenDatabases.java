@@ -3,6 +3,8 @@ package io.streamstate.core.engine.local;
 import io.streamstate.core.ProcessResources;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.rocksdb.Env;
+import org.rocksdb.Priority;
 import org.rocksdb.RocksDBException;
 
 /**
@@ -10,7 +12,9 @@ import org.rocksdb.RocksDBException;
  * never closes state store providers when a session stops, so executors exit with their RocksDB
  * instances open; a flush or compaction still running while the process's native destructors run
  * then crashes the JVM (SIGSEGV or abort, exit code 134). A shutdown hook stops their background
- * work first.
+ * work first. It also sets what RocksDB's background threads share across the process: its
+ * compactions run at the lowest CPU priority (in every RocksDB instance of the process, Spark's own
+ * provider's included, since they share RocksDB's default environment).
  *
  * <p>Not closed with its owner: the instances belong to their stores, which close them.
  */
@@ -18,6 +22,11 @@ public final class OpenDatabases {
   private final Set<LocalDb> open = ConcurrentHashMap.newKeySet();
 
   private OpenDatabases() {
+    // RocksDB's compactions run on the process's shared low-priority pool, beside the tasks that
+    // read and write the stores: at the lowest CPU priority they take the cores the tasks leave
+    // idle instead of a share of a batch's (issue 21 bench, section 32). Flushes (the high pool)
+    // keep theirs: a memtable that cannot flush stalls writes.
+    Env.getDefault().lowerThreadPoolCPUPriority(Priority.LOW);
     Runtime.getRuntime().addShutdownHook(new Thread(this::stopBackgroundWork, "streamstate-exit"));
   }
 
