@@ -33,11 +33,24 @@ class StreamStateStoreContractTest
 
   // As Spark's two suites: each test starts and ends with no loaded providers and no maintenance.
   before {
-    StateStore.stop()
-    require(!StateStore.isMaintenanceRunning)
+    stopStateStores()
   }
 
   after {
+    stopStateStores()
+  }
+
+  /**
+   * Ends Spark's maintenance first, outside its providers' lock, then unloads the providers:
+   * `StateStore.stop()` alone holds that lock while it waits for the maintenance pool, and a pool
+   * thread may be waiting for the lock (unloading a provider whose maintenance failed), so the stop
+   * sat out Spark's two shutdown timeouts, 300 s and 60 s, after "SPARK-48997: maintenance threads
+   * with exceptions unload only themselves" in a clean-clone run on 2026-12-07 ("MaintenanceThreadPool
+   * did not terminate"). Spark's own suites use the same method for the same deadlock; the ITs do
+   * the same (`TestSessions.stopStateStores`).
+   */
+  private def stopStateStores(): Unit = {
+    StateStore.stopMaintenanceTaskWithoutLock()
     StateStore.stop()
     require(!StateStore.isMaintenanceRunning)
   }
