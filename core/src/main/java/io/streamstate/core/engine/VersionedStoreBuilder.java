@@ -186,7 +186,8 @@ public final class VersionedStoreBuilder {
             hedger == null ? null : hedger.companion(),
             metrics,
             clock);
-    SnapshotRestorer restorer = new SnapshotRestorer(storage, history);
+    SnapshotRestorer restorer =
+        new SnapshotRestorer(storage, history, SnapshotRestorer.downloads(resources));
     LineageLoader loader =
         new LineageLoader(
             name, storage, layout, options, catalog, local, restorer, changelogs, async, metrics);
