@@ -186,8 +186,7 @@ public final class VersionedStoreBuilder {
             hedger == null ? null : hedger.companion(),
             metrics,
             clock);
-    SnapshotRestorer restorer =
-        new SnapshotRestorer(storage, history, SnapshotRestorer.downloads(resources));
+    SnapshotRestorer restorer = new SnapshotRestorer(storage, history);
     LineageLoader loader =
         new LineageLoader(
             name, storage, layout, options, catalog, local, restorer, changelogs, async, metrics);
