@@ -29,6 +29,10 @@ import java.util.function.LongSupplier;
  *       PUT 25-60 ms plus 80 MB/s, rename = copy at 30 MB/s plus 45-90 ms.
  * </ul>
  *
+ * <p>A read's bytes are charged as they are read from the open file ({@link #readTransferMs}), not
+ * at its open: a reader that seeks past most of a file (a journal member) moves only what it reads,
+ * as a GET streamed or a DataNode read does. The open itself pays the request's latency.
+ *
  * <p>{@link #draw} is the model itself (no sleeping, deterministic for a seed and a sequence of
  * calls); {@link #delay} applies a draw by sleeping {@code latencyScale} times the drawn latency
  * (0: draw and account, never sleep), after waiting out a busy-namenode pause or a slow DataNode.
@@ -307,6 +311,23 @@ final class LatencyModel {
       slept += sleepMs(ms * latencyScale);
     }
     return new Delay(ms, TimeUnit.NANOSECONDS.toMillis(slept), slowNodeWait);
+  }
+
+  /**
+   * The transfer time of {@code bytes} read from an open file, ms before {@code latencyScale}: the
+   * bandwidth term of a read's draw, which {@link #draw} leaves out when an open passes 0 bytes.
+   */
+  double readTransferMs(long bytes) {
+    return switch (profile) {
+      case "busy-namenode" -> bytes / 200_000.0; // 200 MB/s
+      case "s3" -> bytes / 80_000.0; // 80 MB/s
+      default -> 0; // the HDFS profiles without a bandwidth term price a read per open only
+    };
+  }
+
+  /** Sleeps {@code latencyScale} times {@code ms}; returns the ms slept. */
+  long sleepScaled(double ms) throws InterruptedException {
+    return TimeUnit.NANOSECONDS.toMillis(sleepMs(ms * latencyScale));
   }
 
   /** Sleeps {@code ms}; returns the nanoseconds it took (0 when there is nothing to sleep). */

@@ -596,9 +596,117 @@ public final class SimulatedFileSystem extends FileSystem
       delay(Op.OPEN, 0, area(p));
       throw new FileNotFoundException(f.toString());
     }
-    delay(Op.OPEN, size, area(p));
-    counters.bytesRead.add(size);
-    return local.open(new Path("file", null, p.toString()), bufferSize);
+    Area area = area(p);
+    delay(Op.OPEN, 0, area); // the request; its bytes are charged as they are read
+    return new FSDataInputStream(
+        new MeteredInput(local.open(new Path("file", null, p.toString()), bufferSize), size));
+  }
+
+  /**
+   * A file opened for reading: each byte read pays the profile's transfer time ({@link
+   * LatencyModel#readTransferMs}) and counts in {@code bytesRead}; a seek or a skip moves nothing
+   * and costs nothing (HDFS opens a block reader at the new offset; S3A a ranged GET). Transfer
+   * time is slept in steps of at least a millisecond, the rest at close.
+   */
+  private final class MeteredInput extends org.apache.hadoop.fs.FSInputStream {
+    private final FSDataInputStream in;
+    private final long length;
+    private double owedMs; // transfer time read but not slept yet
+
+    MeteredInput(FSDataInputStream in, long length) {
+      this.in = in;
+      this.length = length;
+    }
+
+    @Override
+    public int read() throws IOException {
+      int b = in.read();
+      if (b >= 0) {
+        charge(1);
+      }
+      return b;
+    }
+
+    @Override
+    public int read(byte[] b, int off, int len) throws IOException {
+      int n = in.read(b, off, len);
+      if (n > 0) {
+        charge(n);
+      }
+      return n;
+    }
+
+    @Override
+    public int read(long position, byte[] b, int off, int len) throws IOException {
+      int n = in.read(position, b, off, len);
+      if (n > 0) {
+        charge(n);
+      }
+      return n;
+    }
+
+    @Override
+    public long skip(long n) throws IOException {
+      if (n <= 0) {
+        return 0;
+      }
+      long from = in.getPos();
+      long to = Math.min(length, from + n);
+      in.seek(to);
+      return to - from;
+    }
+
+    @Override
+    public void seek(long pos) throws IOException {
+      in.seek(pos);
+    }
+
+    @Override
+    public long getPos() throws IOException {
+      return in.getPos();
+    }
+
+    @Override
+    public boolean seekToNewSource(long targetPos) {
+      return false;
+    }
+
+    @Override
+    public int available() throws IOException {
+      return in.available();
+    }
+
+    @Override
+    public void close() throws IOException {
+      try {
+        pay(owedMs);
+      } finally {
+        in.close();
+      }
+    }
+
+    private void charge(int bytes) throws IOException {
+      counters.bytesRead.add(bytes);
+      double ms = model.readTransferMs(bytes);
+      counters.modelMs.add(ms);
+      owedMs += ms;
+      if (owedMs >= 1) {
+        pay(owedMs);
+      }
+    }
+
+    private void pay(double ms) throws IOException {
+      owedMs = 0;
+      if (ms <= 0) {
+        return;
+      }
+      try {
+        counters.delayMs.add(model.sleepScaled(ms));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedIOException("interrupted in a simulated read");
+      }
+    }
   }
 
   // ---- metadata ----

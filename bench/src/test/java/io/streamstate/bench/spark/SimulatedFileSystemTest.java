@@ -285,6 +285,28 @@ class SimulatedFileSystemTest {
   }
 
   @Test
+  void aReadPaysForTheBytesItReadsNotForTheBytesItSeeksOver() throws IOException {
+    SimulatedFileSystem fs = open("s3");
+    Path p = path(fs, "journal.bin");
+    byte[] data = new byte[8_000_000];
+    data[7_999_999] = 42;
+    try (OutputStream out = fs.create(p, false)) {
+      out.write(data);
+    }
+    long modelBefore = counters(fs).get("modelMs");
+    try (FSDataInputStream in = fs.open(p)) {
+      // What a journal member's reader does: skip to the member, read it.
+      assertThat(in.skip(7_999_000)).isEqualTo(7_999_000);
+      byte[] member = in.readNBytes(1_000);
+      assertThat(member[999]).isEqualTo((byte) 42);
+    }
+    Map<String, Long> c = counters(fs);
+    assertThat(c).containsEntry("bytesRead", 1_000L).containsEntry("open", 1L);
+    // A GET's 15-40 ms and 1,000 bytes at 80 MB/s; the whole file would have added 100 ms.
+    assertThat(c.get("modelMs") - modelBefore).isBetween(14L, 41L);
+  }
+
+  @Test
   void sameSeedAndSameRequestsGiveTheSameLatenciesAndAnotherSeedOthers() throws IOException {
     long[] totals = new long[3];
     long[] seeds = {7, 7, 8};
