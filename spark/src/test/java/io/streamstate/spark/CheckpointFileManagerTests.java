@@ -50,6 +50,15 @@ public abstract class CheckpointFileManagerTests {
   /** How the store is named in summary lines. */
   protected abstract String storeName();
 
+  /**
+   * Whether an entry shows under its name while it is written, so that a driver that dies mid-write
+   * leaves it torn (local disk, HDFS; not object stores, which publish whole at close), and its
+   * entries are plain files (not log journals, whose torn last record ends the journal).
+   */
+  protected boolean crashesLeaveTornEntries() {
+    return true;
+  }
+
   private Path root;
   private RenameFreeCheckpointFileManager fm;
   private ExecutorService pool;
@@ -205,7 +214,7 @@ public abstract class CheckpointFileManagerTests {
     assertThatThrownBy(() -> read(fm, offsets))
         .hasMessageContaining(offsets.toString())
         .hasMessageContaining("is incomplete")
-        .hasMessageContaining("delete it and any later entries");
+        .hasMessageContaining("restore the entry from a backup");
     Path commits = new Path(root, "commits/5");
     write(fm, commits, whole, false);
     assertThat(read(fm, commits)).isEqualTo(whole);
@@ -218,6 +227,73 @@ public abstract class CheckpointFileManagerTests {
     Path other = new Path(root, "sources/0/0");
     write(fm, other, java.util.Arrays.copyOf(whole, 400), false);
     assertThat(read(fm, other)).hasSize(400);
+  }
+
+  /**
+   * A driver that died while writing the newest entry of a log left it torn; the restarted driver's
+   * manager sets it aside when Spark lists the log to find where to resume, so that Spark plans
+   * (offsets) or runs (commits) that batch again. A torn entry that is not such a crash's (the
+   * offset entry of a committed batch) stays refused.
+   */
+  @Test
+  void aNewestEntryTornByACrashIsSetAsideWhenARestartedDriverListsTheLog() throws IOException {
+    org.junit.jupiter.api.Assumptions.assumeTrue(crashesLeaveTornEntries());
+    Path offsets = new Path(root, "offsets");
+    Path commits = new Path(root, "commits");
+    write(fm, new Path(offsets, "0"), logEntry("offsets0", 300), false);
+    write(fm, new Path(commits, "0"), logEntry("commits0", 60), false);
+    write(fm, new Path(offsets, "1"), logEntry("offsets1", 300), false);
+    byte[] commit1 = logEntry("commits1", 60);
+    write(fm, new Path(commits, "1"), Arrays.copyOf(commit1, 0), false); // died writing it
+
+    RenameFreeCheckpointFileManager restarted =
+        new RenameFreeCheckpointFileManager(root, independentClientConf());
+    assertThat(batches(restarted, offsets)).containsExactlyInAnyOrder("0", "1");
+    assertThat(batches(restarted, commits)).containsExactly("0");
+    assertThat(setAside(commits)).singleElement().asString().matches("\\.1\\.torn-\\d+");
+    write(restarted, new Path(commits, "1"), commit1, false); // Spark ran batch 1 again
+    assertThat(read(restarted, new Path(commits, "1"))).isEqualTo(commit1);
+    // It died again, while writing the next offset entry.
+    byte[] offsets2 = logEntry("offsets2", 300);
+    write(restarted, new Path(offsets, "2"), Arrays.copyOf(offsets2, 120), false);
+
+    RenameFreeCheckpointFileManager again =
+        new RenameFreeCheckpointFileManager(root, independentClientConf());
+    assertThat(batches(again, offsets)).containsExactlyInAnyOrder("0", "1");
+    assertThat(batches(again, commits)).containsExactlyInAnyOrder("0", "1");
+    assertThat(setAside(offsets)).singleElement().asString().matches("\\.2\\.torn-\\d+");
+    assertThat(again.exists(new Path(offsets, "2"))).isFalse();
+    write(again, new Path(offsets, "2"), offsets2, false); // Spark planned batch 2 again
+    assertThat(read(again, new Path(offsets, "2"))).isEqualTo(offsets2);
+    assertThat(batches(again, offsets)).containsExactlyInAnyOrder("0", "1", "2");
+
+    // Damage, not a crash in flight: batch 3's offset entry is torn, yet batch 3 committed.
+    write(again, new Path(commits, "2"), logEntry("commits2", 60), false);
+    write(again, new Path(offsets, "3"), Arrays.copyOf(logEntry("offsets3", 300), 100), false);
+    write(again, new Path(commits, "3"), logEntry("commits3", 60), false);
+    RenameFreeCheckpointFileManager third =
+        new RenameFreeCheckpointFileManager(root, independentClientConf());
+    assertThat(batches(third, offsets)).contains("3");
+    assertThatThrownBy(() -> read(third, new Path(offsets, "3")))
+        .hasMessageContaining(new Path(offsets, "3").toString())
+        .hasMessageContaining("its batch committed");
+    assertThat(setAside(offsets)).hasSize(1);
+  }
+
+  /** The batch ids Spark's log sees in {@code dir} (it lists with a filter of numeric names). */
+  private static List<String> batches(CheckpointFileManager fm, Path dir) {
+    return names(fm.list(dir, p -> p.getName().matches("\\d+")));
+  }
+
+  /** The names of {@code dir}'s set-aside entries, as the store lists them. */
+  private List<String> setAside(Path dir) throws IOException {
+    List<String> out = new ArrayList<>();
+    for (FileStatus f : dir.getFileSystem(conf()).listStatus(dir)) {
+      if (f.getPath().getName().contains(".torn-")) {
+        out.add(f.getPath().getName());
+      }
+    }
+    return out;
   }
 
   @Test

@@ -210,10 +210,9 @@ public final class Verification {
             where,
             "batch " + e.batchId() + " is " + e.problem(),
             newest
-                ? "a restart fails reading it (our manager names the file); if the query died"
-                    + " while writing it, delete it and later entries of "
-                    + log.location()
-                    + " so that Spark runs the batch again"
+                ? "if its batch did not commit (a driver died while writing it), our checkpoint"
+                    + " file manager sets it aside when the query restarts and Spark runs the batch"
+                    + " again; Spark's own manager fails reading it (repair moves it away)"
                 : "a restart reads the newest entries only, but Spark's purge and the state data"
                     + " source read this one and fail",
             lastFile);

@@ -106,15 +106,14 @@ import org.slf4j.LoggerFactory;
  * without a rename. A reader racing the writer could see a prefix, but Spark reads a log entry only
  * after the write that produced it returned. What remains is a crash: a driver killed in the middle
  * of writing {@code offsets/N} or {@code commits/N} (a few hundred bytes, so a window of
- * milliseconds) leaves that file empty or partial. On restart Spark fails reading it ("Failed to
- * read log file ... Log file was malformed", or a JSON parse error naming the file). The user then
- * deletes that torn last file (the highest-numbered one of {@code offsets/} or {@code commits/},
- * only that one) and restarts: Spark plans batch N again from {@code offsets/N-1}, as if the driver
- * had died just before writing it. Spark's default manager would have left a stray {@code
- * .N.<uuid>.tmp} instead. Spark's own state providers write their files through this class with
- * {@code overwriteIfPossible=true}, so a torn state file of a killed task is rewritten by the
- * retry; two attempts writing one such file at once (speculation) replace each other's file on
- * local disk and HDFS: the name ends with the last creator's content, and on HDFS the earlier
+ * milliseconds) leaves that file empty or partial. The restarted query's manager sets such a newest
+ * entry aside at its first listing of the log ({@link TornLogEntries}; on HDFS after recovering its
+ * lease), and Spark plans or runs that batch again, as after a crash just before the write; any
+ * other torn entry is refused when read, naming the file. Spark's default manager would have left a
+ * stray {@code .N.<uuid>.tmp} instead. Spark's own state providers write their files through this
+ * class with {@code overwriteIfPossible=true}, so a torn state file of a killed task is rewritten
+ * by the retry; two attempts writing one such file at once (speculation) replace each other's file
+ * on local disk and HDFS: the name ends with the last creator's content, and on HDFS the earlier
  * writer fails. The streamstate provider does not write through this class: its files are
  * create-if-absent and verify themselves.
  *
@@ -126,10 +125,11 @@ import org.slf4j.LoggerFactory;
  * <p>Everything but {@code createAtomic} behaves as Spark's {@link
  * FileSystemBasedCheckpointFileManager}, to which it delegates ({@code open}, {@code list}, {@code
  * exists}, {@code delete} recursive and silent on a missing path, {@code isLocal}), except that
- * directories on local disk are made with {@code java.nio}, and that on object stores, whose
- * listings may lag behind writes, {@link #list} of a directory not found is empty and the newest
- * entries of Spark's logs that a listing left out are found by name ({@link UnlistedLogEntries},
- * for {@link #exists} of a log directory too).
+ * directories on local disk are made with {@code java.nio}, that the first listing of an offset or
+ * commit log may set aside a torn newest entry (above), and that on object stores, whose listings
+ * may lag behind writes, {@link #list} of a directory not found is empty and the newest entries of
+ * Spark's logs that a listing left out are found by name ({@link UnlistedLogEntries}, for {@link
+ * #exists} of a log directory too).
  */
 public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private static final Logger LOG = LoggerFactory.getLogger(RenameFreeCheckpointFileManager.class);
@@ -177,6 +177,15 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
   private final CheckpointProcessState processState;
 
   /**
+   * Sets aside a newest log entry a crashed driver left torn, where entries show while written
+   * (local disk, HDFS, single-writer stores); null on object stores, which publish whole.
+   */
+  private final TornLogEntries tornEntries;
+
+  /** The offset and commit logs whose newest entry this manager has checked for a tear. */
+  private final Set<Path> checkedLogDirs = ConcurrentHashMap.newKeySet();
+
+  /**
    * The constructor Spark calls ({@code CheckpointFileManager.create}): the manager belongs to the
    * process's {@link ProcessResources#shared() resources}.
    *
@@ -218,6 +227,10 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
             StreamStateConf.logJournalEnabled(hadoopConf),
             LogJournals.of(resources),
             StreamStateConf.logJournalRollRecords(hadoopConf));
+    this.tornEntries =
+        method == CreateIfAbsent.Method.CONDITIONAL_CREATE
+            ? null
+            : new TornLogEntries(fs, local, method, resources);
   }
 
   // ---- createAtomic ----
@@ -346,14 +359,77 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
 
   @Override
   public FileStatus[] list(Path path, PathFilter filter) {
+    setAsideTornNewestEntryOnce(path);
     return journaled.withJournaledEntries(
         path, filter, withoutHedgeCopies(consistentListing(path, filter)));
   }
 
   @Override
   public FileStatus[] list(Path path) {
+    setAsideTornNewestEntryOnce(path);
     return journaled.withJournaledEntries(
         path, p -> true, withoutHedgeCopies(consistentListing(path, p -> true)));
+  }
+
+  /**
+   * At this manager's first listing of an offset or commit log (a query's start: Spark lists both
+   * to find where to resume), sets aside a newest entry that a driver which died while writing it
+   * left torn ({@link TornLogEntries}). Once per log and manager, so a running query's listings
+   * (Spark's purge) cost nothing more; logs in log journals are skipped (a journal's torn last
+   * record already ends it). A check that fails is logged and skipped: reading a torn entry is
+   * still refused, naming it.
+   */
+  private void setAsideTornNewestEntryOnce(Path dir) {
+    if (tornEntries == null || !SparkLogEntries.isSparkLogDir(dir)) {
+      return;
+    }
+    Path qualified = fs.makeQualified(dir);
+    if (!checkedLogDirs.add(qualified) || journaled.journalOf(qualified) != null) {
+      return;
+    }
+    long newest = -1;
+    try {
+      for (FileStatus f : consistentListing(qualified, p -> true)) {
+        if (SparkLogEntries.isSparkLogEntry(f.getPath())) {
+          newest = Math.max(newest, SparkLogEntries.batchIdOf(f.getPath()));
+        }
+      }
+    } catch (Exception e) { // Scala declares nothing: a missing directory's FileNotFoundException
+      LOG.debug("Cannot list {} to check its newest entry: {}", qualified, e.toString());
+      return;
+    }
+    if (newest < 0) {
+      return;
+    }
+    Path entry = new Path(qualified, Long.toString(newest));
+    try {
+      TornLogEntries.CommitCheck committed =
+          () ->
+              qualified.getName().equals("offsets")
+                  && exists(new Path(new Path(qualified.getParent(), "commits"), entry.getName()));
+      Path hedgeCopy = hedges == null ? null : HedgedLogWrites.hedgePath(entry);
+      if (tornEntries.setAsideIfTorn(entry, committed, hedgeCopy, this::readForTearCheck)) {
+        Set<String> names = writtenLogDirs.get(qualified);
+        if (names != null) {
+          names.remove(entry.getName());
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.warn("Cannot check whether {} was torn by a crash: {}", entry, e.toString());
+    }
+  }
+
+  /**
+   * A plain log entry's content as {@link #open} reads it (its hedge copy if that stands in), up to
+   * the size above which it is not checked; null if it is absent.
+   */
+  private byte[] readForTearCheck(Path entry) throws IOException {
+    FSDataInputStream hedged = hedges == null ? null : openHedgeCopy(entry);
+    try (FSDataInputStream in = hedged != null ? hedged : delegate.open(entry)) {
+      return SparkLogEntries.readForCheck(in);
+    } catch (FileNotFoundException e) {
+      return null;
+    }
   }
 
   /**

@@ -70,16 +70,18 @@ final class SparkLogEntries {
    * Spark's log entries carry no checksum, and on local disk and HDFS a driver that died while
    * writing one (we write in place, without a temp file) leaves it torn: Spark would then fail with
    * a JSON parser error that does not say which file. An entry is a version line and JSON objects,
-   * so a complete one ends with '}' and its braces balance; check that and name the file.
+   * so a complete one ends with '}' and its braces balance; check that and name the file. The
+   * newest entry of a log, torn by a crash, was set aside when the log was listed ({@link
+   * TornLogEntries}); one that is still torn here is damage.
    */
   static void checkComplete(Path path, CheckpointFileManager files) {
     byte[] content;
     try (FSDataInputStream in = files.open(path)) {
-      content = in.readNBytes(MAX_LOG_ENTRY_BYTES + 1);
+      content = readForCheck(in);
     } catch (IOException e) {
       throw new UncheckedIOException("Cannot read " + path + ": " + e, e);
     }
-    if (content.length > MAX_LOG_ENTRY_BYTES || isCompleteLogEntry(content)) {
+    if (!isTorn(content)) {
       return;
     }
     throw new UncheckedIOException(
@@ -88,11 +90,25 @@ final class SparkLogEntries {
                 + path
                 + " is incomplete ("
                 + content.length
-                + " bytes whose lines are not all complete JSON): torn by a crash while it"
-                + " was written. If the query crashed while writing it, delete it and any later"
-                + " entries of "
+                + " bytes whose lines are not all complete JSON): torn, and not as a crash leaves"
+                + " the newest entry of a log (which a restart sets aside: this one is older than"
+                + " others of "
                 + path.getParent()
-                + ", so that Spark runs that batch again (spark/README.md, Reliability)."));
+                + ", or its batch committed). Run `streamstate verify` on the checkpoint; restore"
+                + " the entry from a backup (spark/README.md, Reliability)."));
+  }
+
+  /** An entry's first bytes, as many as {@link #isTorn} needs. */
+  static byte[] readForCheck(java.io.InputStream in) throws IOException {
+    return in.readNBytes(MAX_LOG_ENTRY_BYTES + 1);
+  }
+
+  /**
+   * Whether {@code content} (read by {@link #readForCheck}) is a torn entry: not a whole one, and
+   * small enough to be checked.
+   */
+  static boolean isTorn(byte[] content) {
+    return content.length <= MAX_LOG_ENTRY_BYTES && !isCompleteLogEntry(content);
   }
 
   private static final int MAX_LOG_ENTRY_BYTES = 16 << 20;
