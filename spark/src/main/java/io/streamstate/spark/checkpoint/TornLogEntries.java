@@ -94,7 +94,7 @@ final class TornLogEntries {
     if (committed.committed()) {
       return false;
     }
-    if (local == null && fenceWriter(entry)) {
+    if (local == null && fenceWriter(entry, hedgeCopy)) {
       content = reader.read(entry); // its writer may have completed it meanwhile
       if (content == null || !SparkLogEntries.isTorn(content)) {
         return false;
@@ -130,17 +130,21 @@ final class TornLogEntries {
   }
 
   /**
-   * Recovers the entry's lease where the file system can (HDFS): a writer still holding it can no
-   * longer complete it. Returns whether it fenced; a store that cannot fence (single-writer mode on
-   * a store without leases) has no second writer to fear.
+   * Recovers the entry's lease, and its hedge copy's, where the file system can (HDFS): a writer
+   * still holding them can no longer complete them. Returns whether it fenced; a store that cannot
+   * fence (single-writer mode on a store without leases) has no second writer to fear.
    */
-  private boolean fenceWriter(Path entry) throws IOException {
+  private boolean fenceWriter(Path entry, Path hedgeCopy) throws IOException {
     HadoopStorage dir = HadoopStorage.openWith(fs, entry.getParent(), method, resources);
     if (!dir.canFence()) {
       return false;
     }
     try {
       dir.fence(entry.getName());
+      if (hedgeCopy != null) {
+        // A write still in flight (a query stopped mid-write in this JVM) may be writing its copy.
+        dir.fence(hedgeCopy.getName());
+      }
       return true;
     } catch (UnsupportedException e) {
       return false;
