@@ -68,7 +68,15 @@ class ShadedJarIT {
                 .trim()
                 .split(File.pathSeparator)));
     classpath.add(shadedJar().toString());
-    classpath.add(Paths.get("target", "test-classes").toAbsolutePath().toString());
+    // The test classes: a directory in the spark module, its tests jar in spark-it.
+    classpath.add(
+        Paths.get(
+                ShadedJarSmokeMain.class
+                    .getProtectionDomain()
+                    .getCodeSource()
+                    .getLocation()
+                    .toURI())
+            .toString());
     assertThat(classpath)
         .noneMatch(e -> e.endsWith("target/classes") || e.contains("streamstate-core"));
 

@@ -48,7 +48,15 @@ final class SparkLineProbe {
     Path mainDir = Files.createTempDirectory(work, "main");
     String classFile = main.replace('.', '/') + ".class";
     Files.createDirectories(mainDir.resolve(classFile).getParent());
-    Files.copy(testClasses.resolve(classFile), mainDir.resolve(classFile));
+    if (Files.exists(testClasses.resolve(classFile))) {
+      Files.copy(testClasses.resolve(classFile), mainDir.resolve(classFile));
+    } else {
+      // This line's test classes from a tests jar (spark-it): the class as loaded here.
+      try (var in = SparkLineProbe.class.getClassLoader().getResourceAsStream(classFile)) {
+        assertThat(in).as("%s in %s or on the test classpath", classFile, testClasses).isNotNull();
+        Files.copy(in, mainDir.resolve(classFile));
+      }
+    }
     List<String> fullClasspath = new ArrayList<>(classpath);
     fullClasspath.add(mainDir.toString());
 

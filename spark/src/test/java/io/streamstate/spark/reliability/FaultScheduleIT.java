@@ -40,10 +40,10 @@ import org.junit.jupiter.api.Test;
  * <p>A third runs schedules under Spark's checkpoint format v2 (checkpoint ids in the commit log),
  * seeds from 2000, and prints {@code checkpoint-v2 fault schedules: ...}.
  *
- * <p>System properties: {@value #SCHEDULES} (default 24, 40 with {@code -Pextended}; the soak mode
- * runs 1000 or more), {@value #LOG_JOURNAL_SCHEDULES} (default 12, 20 with {@code -Pextended}),
- * {@value #V2_SCHEDULES} (default 12) and {@value #SEED} (run only that seed, as a failure message
- * says).
+ * <p>System properties: {@value #SCHEDULES} (default 16, 40 with {@code -Pextended}; the soak mode
+ * runs 1000 or more), {@value #LOG_JOURNAL_SCHEDULES} (default 8, 20 with {@code -Pextended}),
+ * {@value #V2_SCHEDULES} (default 8, 20 with {@code -Pextended}) and {@value #SEED} (run only that
+ * seed, as a failure message says).
  */
 class FaultScheduleIT {
   static final String SCHEDULES = "streamstate.faults.schedules";
@@ -295,7 +295,7 @@ class FaultScheduleIT {
 
   @Test
   void everySeededFaultScheduleGivesTheReferenceOutput() throws Exception {
-    runSchedules(seeds(0, SuiteDepth.count(SCHEDULES, 24, 40)), false, "fault schedules");
+    runSchedules(seeds(0, SuiteDepth.count(SCHEDULES, 16, 40)), false, "fault schedules");
   }
 
   /**
@@ -308,7 +308,7 @@ class FaultScheduleIT {
     spark.conf().set(io.streamstate.spark.StreamStateConf.LOG_JOURNAL, "true");
     try {
       runSchedules(
-          seeds(1000, SuiteDepth.count(LOG_JOURNAL_SCHEDULES, 12, 20)),
+          seeds(1000, SuiteDepth.count(LOG_JOURNAL_SCHEDULES, 8, 20)),
           true,
           "log-journal fault schedules");
     } finally {
@@ -329,7 +329,7 @@ class FaultScheduleIT {
     spark.conf().set(io.streamstate.spark.StreamStateConf.SPARK_CHECKPOINT_FORMAT_VERSION, "2");
     try {
       runSchedules(
-          seeds(2000, Integer.getInteger(V2_SCHEDULES, 12)),
+          seeds(2000, SuiteDepth.count(V2_SCHEDULES, 8, 20)),
           false,
           "checkpoint-v2 fault schedules");
     } finally {
