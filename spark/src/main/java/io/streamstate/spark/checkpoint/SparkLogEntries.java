@@ -95,7 +95,8 @@ final class SparkLogEntries {
                 + " others of "
                 + path.getParent()
                 + ", or its batch committed). Run `streamstate verify` on the checkpoint; restore"
-                + " the entry from a backup (spark/README.md, Reliability)."));
+                + " the entry from a backup (docs/protocol.md, \"A Spark log entry torn by a"
+                + " crash\")."));
   }
 
   /** An entry's first bytes, as many as {@link #isTorn} needs. */

@@ -170,6 +170,53 @@ class RenameFreeCheckpointFileManagerHedgeTest {
     assertThat(fm.exists(offsets)).isFalse();
   }
 
+  /**
+   * A query stopped while its offset entry's hedged write is stalled, the entry's and its copy's
+   * alike: Spark's stop interrupts the write, whose creates go on in the background, and the entry
+   * stays empty (what the YARN demo's restart found). The restarted query's manager, in the same
+   * JVM, fences both files and sets the entry aside; the late writes then fail, and the entry Spark
+   * writes again is the one read.
+   */
+  @Test
+  void anEntryAStoppedQueryLeftInFlightIsFencedAndSetAsideByTheNextManager() throws Exception {
+    Path offsets = new Path(root, "offsets");
+    Path entry = new Path(offsets, "3");
+    write(fm, new Path(offsets, "2"), entry(2));
+    StallingFileSystem.stall("3", ".3.hedge");
+    java.util.concurrent.atomic.AtomicReference<Throwable> failure =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Thread queryThread =
+        new Thread(
+            () -> {
+              try {
+                write(fm, entry, entry(3));
+              } catch (Throwable t) {
+                failure.set(t);
+              }
+            });
+    queryThread.start();
+    await("the entry and its copy stalled", () -> StallingFileSystem.stalledWrites() == 2);
+    queryThread.interrupt(); // StreamingQuery.stop()
+    queryThread.join(60_000);
+    assertThat(failure.get()).isInstanceOf(InterruptedIOException.class);
+    assertThat(Files.size(local("offsets/3"))).as("the entry a stopped query left").isZero();
+
+    RenameFreeCheckpointFileManager restarted = new RenameFreeCheckpointFileManager(root, conf());
+    assertThat(restarted.list(offsets, p -> p.getName().matches("\\d+")))
+        .extracting(f -> f.getPath().getName())
+        .containsExactly("2");
+    assertThat(local("offsets/.3.hedge")).doesNotExist();
+    StallingFileSystem.release(null); // the late writes go on, into fenced streams
+    byte[] again = entry(33);
+    write(restarted, entry, again); // Spark plans batch 3 again
+    assertThat(read(entry)).isEqualTo(again);
+    assertThat(Files.readAllBytes(local("offsets/3"))).isEqualTo(again);
+    try (var aside = Files.list(local("offsets"))) {
+      assertThat(aside.map(p -> p.getFileName().toString()))
+          .anyMatch(n -> n.startsWith(".3.torn-"));
+    }
+  }
+
   @Test
   void aTornHedgeCopyIsIgnored() throws Exception {
     Files.createDirectories(local("commits"));
@@ -295,29 +342,29 @@ class RenameFreeCheckpointFileManagerHedgeTest {
   public static class StallingFileSystem extends ExclusiveCreateLocalFileSystem {
     static final String SCHEME = "stallfs";
 
-    private static volatile String stalledName;
+    private static volatile java.util.Set<String> stalledNames = java.util.Set.of();
     private static volatile CountDownLatch gate = new CountDownLatch(0);
     private static volatile IOException failure;
     private static volatile int stalledWrites;
 
     static void reset() {
-      stalledName = null;
+      stalledNames = java.util.Set.of();
       gate = new CountDownLatch(0);
       failure = null;
       stalledWrites = 0;
     }
 
-    /** Stall the next data writes of files named {@code name} (any directory). */
-    static void stall(String name) {
+    /** Stall the next data writes of files named {@code names} (any directory). */
+    static void stall(String... names) {
       failure = null;
       gate = new CountDownLatch(1);
-      stalledName = name;
+      stalledNames = java.util.Set.of(names);
     }
 
     /** Let stalled writes go on; with {@code fail} non-null they fail with it. */
     static void release(IOException fail) {
       failure = fail;
-      stalledName = null;
+      stalledNames = java.util.Set.of();
       gate.countDown();
     }
 
@@ -341,7 +388,7 @@ class RenameFreeCheckpointFileManagerHedgeTest {
         throws IOException {
       FSDataOutputStream out =
           super.create(f, permission, overwrite, bufferSize, replication, blockSize, progress);
-      if (!f.getName().equals(stalledName)) {
+      if (!stalledNames.contains(f.getName())) {
         return out;
       }
       CountDownLatch held = gate;
