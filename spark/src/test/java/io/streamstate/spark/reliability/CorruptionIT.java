@@ -260,10 +260,12 @@ class CorruptionIT {
   }
 
   /**
-   * The outcome the case must end in. Spark's truncated logs stop the query (without naming the
-   * file); a lost commit log entry is recovered exactly; so are damaged snapshots and SSTs (older
-   * snapshots and every changelog are retained). For a changelog of version {@code v} of a store
-   * whose restart loads version {@code L} (its newest changelog; docs/protocol.md, l2-l5):
+   * The outcome the case must end in. A truncated newest offset entry (its batch committed) stops
+   * the query, naming the file; a truncated newest commit entry is set aside by our checkpoint file
+   * manager and its batch runs again (docs/protocol.md, "A Spark log entry torn by a crash"), and a
+   * lost one is recovered exactly too; so are damaged snapshots and SSTs (older snapshots and every
+   * changelog are retained). For a changelog of version {@code v} of a store whose restart loads
+   * version {@code L} (its newest changelog; docs/protocol.md, l2-l5):
    *
    * <ul>
    *   <li>a hedged copy of the same commit remains: exact (the copy is read instead);
@@ -278,8 +280,11 @@ class CorruptionIT {
   private static Outcome expectedOutcome(Case c, Path victim) {
     switch (c.kind) {
       case OFFSETS:
-      case COMMITS:
+        // The newest offset entry is of a committed batch: torn, it is damage, not a crash's.
         return c.damage == Damage.DELETE ? Outcome.EXACT : Outcome.ERROR_NAMING_FILE;
+      case COMMITS:
+        // A torn newest commit entry is set aside at the restart and its batch runs again.
+        return Outcome.EXACT;
       case SNAPSHOT:
       case SST:
         return Outcome.EXACT;
