@@ -2,10 +2,8 @@ package io.streamstate.spark.checkpoint;
 
 import io.streamstate.core.ProcessResources;
 import io.streamstate.core.error.RetryableException;
-import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.hadoop.CreateIfAbsent;
 import io.streamstate.hadoop.HadoopStorage;
-import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -146,12 +144,7 @@ final class TornLogEntries {
         dir.fence(hedgeCopy.getName());
       }
       return true;
-    } catch (UnsupportedException e) {
-      return false;
-    } catch (RetryableException e) {
-      if (e.getCause() instanceof FileNotFoundException) {
-        return false;
-      }
+    } catch (RetryableException e) { // fence() itself treats a missing file as nothing to fence
       throw new IOException(e.getMessage(), e);
     }
   }
