@@ -6,6 +6,7 @@ import io.streamstate.core.error.RetryableException;
 import io.streamstate.core.error.UnsupportedException;
 import io.streamstate.core.storage.ContentWriter;
 import io.streamstate.core.storage.PendingFile;
+import java.io.FileNotFoundException;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -280,9 +281,23 @@ final class HadoopFileCreator {
               + " partial file may be published.",
           cause);
     }
-    // HDFS and single-writer stores show the partial file, and the name is ours (created with
-    // overwrite=false): delete it.
+    // HDFS and single-writer stores show the partial file at the name: delete it, unless another
+    // writer's file took the name since (an overwrite by another attempt renamed over it, a torn
+    // log entry set aside and written again; HDFS tells by file id, others cannot).
     try {
+      long ours = FileIds.of(out);
+      if (ours != FileIds.UNKNOWN) {
+        long there;
+        try {
+          there = FileIds.of(fs.getFileStatus(path));
+        } catch (FileNotFoundException e) {
+          return;
+        }
+        if (there != ours) {
+          LOG.debug("Not withdrawing {}: another writer's file (id {}) is there now", path, there);
+          return;
+        }
+      }
       fs.delete(path, false);
     } catch (IOException e) {
       OutcomeUnknownException unknown =

@@ -312,6 +312,48 @@ public abstract class CheckpointFileManagerTests {
     assertThat(read(fm, path)).isEqualTo(second);
   }
 
+  /**
+   * Two attempts of one task writing the same state file with {@code overwriteIfPossible=true}, as
+   * Spark's {@code HDFSBackedStateStoreProvider} writes {@code N.delta} (a speculative copy on
+   * another executor, or a retry beside a zombie attempt): the attempt that is killed is cancelled,
+   * and the file must then hold the other attempt's content, whichever started or finished first.
+   * With Spark's default manager each attempt writes a temp file; a cancel deletes only that.
+   */
+  @Test
+  void aCancelledAttemptNeverRemovesTheFileAnotherAttemptOfTheSameOverwriteCompleted()
+      throws IOException {
+    RenameFreeCheckpointFileManager otherExecutor =
+        new RenameFreeCheckpointFileManager(root, independentClientConf());
+    byte[] winner = content("winner", 3000);
+
+    // The killed attempt started first, the winner after it and completed.
+    Path first = new Path(root, "state/0/0/1.delta");
+    CancellableFSDataOutputStream killed = fm.createAtomic(first, true);
+    killed.write(content("killed", 2000));
+    write(otherExecutor, first, winner, true);
+    killed.cancel();
+    assertThat(read(fm, first)).as("after the earlier attempt's cancel").isEqualTo(winner);
+
+    // The killed attempt started after the winner completed.
+    Path second = new Path(root, "state/0/0/2.delta");
+    write(otherExecutor, second, winner, true);
+    killed = fm.createAtomic(second, true);
+    killed.write(content("killed", 2000));
+    killed.cancel();
+    assertThat(read(fm, second)).as("after the later attempt's cancel").isEqualTo(winner);
+
+    // Both in flight, the first to start completes, the other is cancelled.
+    Path third = new Path(root, "state/0/0/3.delta");
+    CancellableFSDataOutputStream early = fm.createAtomic(third, true);
+    killed = otherExecutor.createAtomic(third, true);
+    killed.write(content("killed", 2000));
+    early.write(winner);
+    early.close();
+    killed.cancel();
+    assertThat(read(fm, third)).as("after the later attempt's cancel").isEqualTo(winner);
+    otherExecutor.close();
+  }
+
   @Test
   void deleteIsRecursiveAndSilentWhenMissing() throws IOException {
     write(fm, new Path(root, "state/0/1/1.delta"), content("d", 10), false);

@@ -106,7 +106,19 @@ public final class LocalStorage implements Storage, SupportsAppend, SupportsStre
         // Another writer recreated it between our delete and create: delete again.
       }
     }
-    return new LocalPendingFile(name, path, channel);
+    return new LocalPendingFile(name, path, channel, fileKeyOf(path));
+  }
+
+  /**
+   * The identity of the file at {@code path} (device and inode), which tells it from a file another
+   * writer later put at the same name; null if the file is gone or the platform gives none.
+   */
+  private static Object fileKeyOf(Path path) {
+    try {
+      return Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+    } catch (IOException e) {
+      return null;
+    }
   }
 
   /** How often an overwrite deletes and creates again while other writers recreate the name. */
@@ -129,10 +141,14 @@ public final class LocalStorage implements Storage, SupportsAppend, SupportsStre
     private final FileChannel channel;
     private final OutputStream stream;
 
-    LocalPendingFile(String name, Path path, FileChannel channel) {
+    /** This file's identity at its create (null: unknown), checked before withdraw deletes. */
+    private final Object fileKey;
+
+    LocalPendingFile(String name, Path path, FileChannel channel, Object fileKey) {
       this.name = name;
       this.path = path;
       this.channel = channel;
+      this.fileKey = fileKey;
       this.stream =
           new BufferedOutputStream(Channels.newOutputStream(channel), 64 << 10) {
             @Override
@@ -169,6 +185,11 @@ public final class LocalStorage implements Storage, SupportsAppend, SupportsStre
         channel.close();
       } catch (IOException e) {
         // Closing only releases the descriptor here; the file is deleted below either way.
+      }
+      if (fileKey != null && !fileKey.equals(fileKeyOf(path))) {
+        // Gone, or another writer's file took the name since (an overwrite of it by another
+        // attempt, a torn entry set aside and written again): not ours to delete.
+        return;
       }
       try {
         Files.deleteIfExists(path);

@@ -25,7 +25,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
+import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,8 +49,12 @@ final class DirectCreates {
   private static final Logger LOG = LoggerFactory.getLogger(DirectCreates.class);
 
   private final FileSystem fs;
+  private final Configuration hadoopConf;
   private final CreateIfAbsent.Method method;
   private final ProcessResources resources;
+
+  /** Spark's default manager, for rewrites of a name that is taken ({@link #replacing}). */
+  private volatile CheckpointFileManager renaming;
 
   /** Hedged log entry writes (see the manager); null where the store cannot hedge them. */
   private final HedgedLogWrites hedges;
@@ -58,10 +64,12 @@ final class DirectCreates {
 
   DirectCreates(
       FileSystem fs,
+      Configuration hadoopConf,
       CreateIfAbsent.Method method,
       ProcessResources resources,
       HedgedLogWrites hedges) {
     this.fs = fs;
+    this.hadoopConf = hadoopConf;
     this.method = method;
     this.resources = resources;
     this.hedges = hedges;
@@ -131,10 +139,18 @@ final class DirectCreates {
       // a copy beside a name is always of the name's current write (HedgedLogWrites).
       removeHedgeCopy(dir, path);
     }
+    boolean showsWhileWritten =
+        method == CreateIfAbsent.Method.LOCAL_EXCLUSIVE
+            || method == CreateIfAbsent.Method.EXCLUSIVE_CREATE;
     PendingFile file;
     try {
-      file = dir.openNew(qualified.getName(), overwrite);
+      // Where a file shows at its name from create on, an overwrite too takes a free name only:
+      // replacing at create would destroy the file there before the new one is whole.
+      file = dir.openNew(qualified.getName(), overwrite && !showsWhileWritten);
     } catch (FileAlreadyExistsException e) {
+      if (overwrite) {
+        return replacing(path);
+      }
       throw TakenNames.nameTaken(path, e);
     } catch (RetryableException | OutcomeUnknownException e) {
       throw ioFailure("Cannot create " + path, e);
@@ -167,6 +183,27 @@ final class DirectCreates {
     }
     return new DirectOutputStream(
         file.stream(), path, () -> publishOrWithdraw(path, file), file::withdraw);
+  }
+
+  /**
+   * A rewrite of {@code path}, whose name is taken, on a store where a file shows at its name while
+   * written (local disk, HDFS): Spark's own default, a temp file renamed over the name at close, so
+   * that the file there stays whole until the new one is, and a cancel removes only the temp file.
+   * Two attempts of one task overwriting one state file (speculation, a retry beside a zombie) then
+   * leave one whole file whichever is killed. Spark's providers rewrite a name only when a version
+   * is written again, so the rename stays off their usual path.
+   */
+  private CancellableFSDataOutputStream replacing(Path path) {
+    CheckpointFileManager m = renaming;
+    if (m == null) {
+      synchronized (this) {
+        if (renaming == null) {
+          renaming = new FileContextBasedCheckpointFileManager(path, hadoopConf);
+        }
+        m = renaming;
+      }
+    }
+    return m.createAtomic(path, true);
   }
 
   /** Deletes the hedge copy beside {@code path}, if there is one. */

@@ -91,13 +91,14 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>{@code createAtomic(path, overwriteIfPossible=true)}</h2>
  *
- * <p>Best effort, still without rename, and never throws because the file exists: local disk
- * deletes the old file and creates a new one; HDFS {@code create(overwrite=true)} (the NameNode
- * replaces the file at create); object stores PUT over the old object at close. On local disk and
- * HDFS the old content is therefore gone from the moment of {@code createAtomic}, not from {@code
- * close()}, and {@code cancel()} leaves no file rather than the old one. Spark uses overwrites for
- * files it can rewrite at will (its HDFS provider's snapshot files, some metadata), never for the
- * offset and commit logs.
+ * <p>Never throws because the file exists. A free name is written at once, without rename, as
+ * above. A taken name on local disk or HDFS, where a file shows at its name while written, is
+ * written as Spark's default manager writes it: a temp file renamed over the name at close. The
+ * file there stays whole until the new one is, and a cancel removes only the temp file (two
+ * attempts of one task rewriting one state file leave one whole file whichever is killed). Object
+ * stores PUT over the old object at close. Spark uses overwrites for files it can rewrite at will
+ * (its providers' state files, some metadata), never for the offset and commit logs; it rewrites a
+ * name only when a version is written again.
  *
  * <h2>Caveat: local disk and HDFS show a file while it is written</h2>
  *
@@ -112,9 +113,7 @@ import org.slf4j.LoggerFactory;
  * other torn entry is refused when read, naming the file. Spark's default manager would have left a
  * stray {@code .N.<uuid>.tmp} instead. Spark's own state providers write their files through this
  * class with {@code overwriteIfPossible=true}, so a torn state file of a killed task is rewritten
- * by the retry; two attempts writing one such file at once (speculation) replace each other's file
- * on local disk and HDFS: the name ends with the last creator's content, and on HDFS the earlier
- * writer fails. The streamstate provider does not write through this class: its files are
+ * by the retry (above). The streamstate provider does not write through this class: its files are
  * create-if-absent and verify themselves.
  *
  * <p>Thread-safe: Spark's {@code ChecksumCheckpointFileManager} calls it from several threads at
@@ -218,7 +217,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
             ? new HedgedLogWrites(fs, hadoopConf, resources)
             : null;
-    this.direct = new DirectCreates(fs, method, resources, hedges);
+    this.direct = new DirectCreates(fs, hadoopConf, method, resources, hedges);
     this.journaled =
         new JournaledLogs(
             fs,
