@@ -170,6 +170,17 @@ public final class LineageLoader {
   }
 
   private void load(long version, OptionalLong exact, boolean mayWaitForOtherUploads) {
+    load(version, exact, mayWaitForOtherUploads, true);
+  }
+
+  /**
+   * As above; with {@code pickBySnapshot}, a commit of {@code version} that has a snapshot of its
+   * own is taken without reading its changelog (l2): the load stands on that snapshot, and the
+   * snapshot exists only because the commit did. Without, every pick reads and verifies its
+   * changelog (the fallback when that snapshot turns out unusable).
+   */
+  private void load(
+      long version, OptionalLong exact, boolean mayWaitForOtherUploads, boolean pickBySnapshot) {
     if (version == 0) {
       if (exact.isPresent() && exact.getAsLong() != 0) {
         throw new MissingFileException(
@@ -193,12 +204,20 @@ public final class LineageLoader {
     long v;
     long expected;
     Step top;
+    // The base will be a snapshot of the version itself if it has one on the lineage: unless the
+    // local instance holds an older version, which the walk then replays forward from.
+    boolean snapshotBase = pickBySnapshot && !local.holdsOlderThan(version);
+    Candidate pickedBySnapshot = null;
     if (exact.isPresent()) {
       List<Candidate> copies = listing.copiesOf(version, exact.getAsLong());
-      top =
-          copies.isEmpty()
-              ? readUnlisted(version, exact.getAsLong())
-              : readCopies(copies, skipped, version);
+      if (snapshotBase && hasSnapshotOf(listing, version, exact.getAsLong())) {
+        top = null; // the snapshot below; its changelog is read only if the snapshot is unusable
+      } else {
+        top =
+            copies.isEmpty()
+                ? readUnlisted(version, exact.getAsLong())
+                : readCopies(copies, skipped, version);
+      }
       if (top == null && !hasSnapshotOf(listing, version, exact.getAsLong())) {
         if (async != null && listing.candidates(version).isEmpty()) {
           if (mayWaitForOtherUploads && async.awaitOtherInstance()) {
@@ -224,12 +243,17 @@ public final class LineageLoader {
             missing);
       }
     } else {
-      top = newestValidCommit(listing, version, skipped);
+      Pick pick = newestValidCommit(listing, version, skipped, snapshotBase);
+      top = pick.read();
+      pickedBySnapshot = pick.bySnapshot();
     }
     if (top != null) {
       // The walk starts at the version itself, so that a snapshot of this very commit is used.
       v = version;
       expected = top.commitId;
+    } else if (pickedBySnapshot != null) {
+      v = version;
+      expected = pickedBySnapshot.commitId();
     } else {
       // No changelog of the version is left (retention keeps the base snapshot alone).
       List<StoreLayout.SnapshotName> snaps = listing.snapshots().getOrDefault(version, List.of());
@@ -273,6 +297,12 @@ public final class LineageLoader {
       // While the local instance is older, it is the base to reach: no need for snapshots.
       if (!local.holdsOlderThan(v) && restoreSnapshotOnLineage(listing, v, expected, skipped)) {
         break; // the trace names the snapshot
+      }
+      if (pickedBySnapshot != null && v == version) {
+        // The snapshot of the commit picked by it is unusable: pick again reading changelogs, as
+        // if it had none (a commit whose changelog does not verify is then skipped).
+        load(version, exact, mayWaitForOtherUploads, false);
+        return;
       }
       if (top != null && v == version) {
         steps.add(top);
@@ -389,15 +419,21 @@ public final class LineageLoader {
    * l2: the newest commit of {@code version} whose changelog verifies. Commits of one version are
    * alternatives (retries, speculative attempts, re-runs of the batch); the newest is the one a
    * re-run produced last, as with Spark's own providers. One that does not verify is treated as
-   * absent (a crashed or still-running writer's file).
+   * absent (a crashed or still-running writer's file). With {@code bySnapshot}, a commit that has a
+   * snapshot of its own is valid without reading its changelog: the snapshot was made from the
+   * committed state, and the load stands on it.
    */
-  private Step newestValidCommit(DurableListing listing, long version, List<String> skipped) {
+  private Pick newestValidCommit(
+      DurableListing listing, long version, List<String> skipped, boolean bySnapshot) {
     List<Candidate> found = new ArrayList<>(listing.candidates(version));
     found.sort(
         Comparator.comparingLong(Candidate::mtime).thenComparing(Candidate::file).reversed());
     for (Candidate c : found) {
+      if (bySnapshot && hasSnapshotOf(listing, version, c.commitId())) {
+        return new Pick(null, c);
+      }
       try {
-        return new Step(c, readCommit(c));
+        return new Pick(new Step(c, readCommit(c)), null);
       } catch (CorruptFileException | MissingFileException e) {
         metrics.countInvalidSkipped();
         skipped.add(e.getMessage());
@@ -405,8 +441,14 @@ public final class LineageLoader {
             "Store {}: skipping changelog that does not verify: {}", storeName, e.getMessage());
       }
     }
-    return null;
+    return new Pick(null, null);
   }
+
+  /**
+   * What l2 picked: a commit whose changelog was read ({@code read}), or one taken by its own
+   * snapshot without reading its changelog ({@code bySnapshot}), or neither.
+   */
+  private record Pick(Step read, Candidate bySnapshot) {}
 
   private static boolean hasSnapshotOf(DurableListing listing, long version, long commitId) {
     for (StoreLayout.SnapshotName s : listing.snapshots().getOrDefault(version, List.of())) {
