@@ -18,16 +18,21 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.channels.ClosedByInterruptException;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager;
+import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream;
-import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,12 +54,8 @@ final class DirectCreates {
   private static final Logger LOG = LoggerFactory.getLogger(DirectCreates.class);
 
   private final FileSystem fs;
-  private final Configuration hadoopConf;
   private final CreateIfAbsent.Method method;
   private final ProcessResources resources;
-
-  /** Spark's default manager, for rewrites of a name that is taken ({@link #replacing}). */
-  private volatile CheckpointFileManager renaming;
 
   /** Hedged log entry writes (see the manager); null where the store cannot hedge them. */
   private final HedgedLogWrites hedges;
@@ -64,12 +65,10 @@ final class DirectCreates {
 
   DirectCreates(
       FileSystem fs,
-      Configuration hadoopConf,
       CreateIfAbsent.Method method,
       ProcessResources resources,
       HedgedLogWrites hedges) {
     this.fs = fs;
-    this.hadoopConf = hadoopConf;
     this.method = method;
     this.resources = resources;
     this.hedges = hedges;
@@ -149,7 +148,7 @@ final class DirectCreates {
       file = dir.openNew(qualified.getName(), overwrite && !showsWhileWritten);
     } catch (FileAlreadyExistsException e) {
       if (overwrite) {
-        return replacing(path);
+        return replacing(dir, path);
       }
       throw TakenNames.nameTaken(path, e);
     } catch (RetryableException | OutcomeUnknownException e) {
@@ -187,23 +186,89 @@ final class DirectCreates {
 
   /**
    * A rewrite of {@code path}, whose name is taken, on a store where a file shows at its name while
-   * written (local disk, HDFS): Spark's own default, a temp file renamed over the name at close, so
-   * that the file there stays whole until the new one is, and a cancel removes only the temp file.
-   * Two attempts of one task overwriting one state file (speculation, a retry beside a zombie) then
-   * leave one whole file whichever is killed. Spark's providers rewrite a name only when a version
-   * is written again, so the rename stays off their usual path.
+   * written (local disk, HDFS): as Spark's default manager writes it, a temp file beside it,
+   * renamed over the name at close, so that the file there stays whole until the new one is, and a
+   * cancel removes only the temp file. Two attempts of one task overwriting one state file
+   * (speculation, a retry beside a zombie) then leave one whole file whichever is killed. Spark's
+   * providers rewrite a name only when a version is written again, so the rename stays off their
+   * usual path.
    */
-  private CancellableFSDataOutputStream replacing(Path path) {
-    CheckpointFileManager m = renaming;
-    if (m == null) {
-      synchronized (this) {
-        if (renaming == null) {
-          renaming = new FileContextBasedCheckpointFileManager(path, hadoopConf);
-        }
-        m = renaming;
-      }
+  private CancellableFSDataOutputStream replacing(HadoopStorage dir, Path path) throws IOException {
+    String tempName = "." + path.getName() + "." + UUID.randomUUID() + ".tmp";
+    Path temp = new Path(path.getParent(), tempName);
+    PendingFile file;
+    try {
+      file = dir.openNew(tempName, false);
+    } catch (RetryableException | OutcomeUnknownException e) {
+      throw ioFailure("Cannot create " + temp + " to replace " + path, e);
     }
-    return m.createAtomic(path, true);
+    return new DirectOutputStream(
+        file.stream(),
+        path,
+        () -> {
+          publishOrWithdraw(temp, file);
+          renameOver(temp, path);
+        },
+        file::withdraw);
+  }
+
+  /**
+   * Renames {@code temp} over {@code path}, replacing it: on local disk {@code rename(2)}; on HDFS
+   * its rename with {@code OVERWRITE} (atomic at the NameNode); on other stores that take a name at
+   * create, their rename, or delete and rename where that refuses an existing target. On failure
+   * the temp file is removed and the name keeps what it had.
+   */
+  private void renameOver(Path temp, Path path) throws IOException {
+    RawLocalFileSystem local = CreateIfAbsent.rawLocal(fs);
+    try {
+      if (local != null) {
+        java.nio.file.Path target = local.pathToFile(path).toPath();
+        Files.move(local.pathToFile(temp).toPath(), target, StandardCopyOption.ATOMIC_MOVE);
+        // A checksum side file of an earlier write by Hadoop's local file system would go stale.
+        Files.deleteIfExists(target.resolveSibling("." + target.getFileName() + ".crc"));
+        return;
+      }
+      if (renameWithOverwrite(temp, path)) {
+        return;
+      }
+      if (!fs.rename(temp, path)) {
+        fs.delete(path, false);
+        if (!fs.rename(temp, path)) {
+          throw new IOException("Cannot rename " + temp + " over " + path);
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      try {
+        fs.delete(temp, false);
+      } catch (IOException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * HDFS's public {@code rename(src, dst, OVERWRITE)}, called by reflection so that this class
+   * loads without HDFS's client classes; false where the file system has no public one.
+   */
+  private boolean renameWithOverwrite(Path temp, Path path) throws IOException {
+    Method rename;
+    try {
+      rename = fs.getClass().getMethod("rename", Path.class, Path.class, Options.Rename[].class);
+    } catch (NoSuchMethodException e) {
+      return false;
+    }
+    try {
+      rename.invoke(fs, temp, path, new Options.Rename[] {Options.Rename.OVERWRITE});
+      return true;
+    } catch (InvocationTargetException e) {
+      if (e.getCause() instanceof IOException io) {
+        throw io;
+      }
+      throw new IOException("Cannot rename " + temp + " over " + path, e.getCause());
+    } catch (IllegalAccessException e) {
+      return false;
+    }
   }
 
   /** Deletes the hedge copy beside {@code path}, if there is one. */

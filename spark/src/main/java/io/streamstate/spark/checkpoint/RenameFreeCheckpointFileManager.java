@@ -217,7 +217,7 @@ public class RenameFreeCheckpointFileManager implements CheckpointFileManager {
         method == CreateIfAbsent.Method.EXCLUSIVE_CREATE
             ? new HedgedLogWrites(fs, hadoopConf, resources)
             : null;
-    this.direct = new DirectCreates(fs, hadoopConf, method, resources, hedges);
+    this.direct = new DirectCreates(fs, method, resources, hedges);
     this.journaled =
         new JournaledLogs(
             fs,
