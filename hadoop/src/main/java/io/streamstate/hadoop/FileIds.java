@@ -1,6 +1,5 @@
 package io.streamstate.hadoop;
 
-import java.io.OutputStream;
 import java.lang.reflect.Method;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileStatus;
@@ -19,19 +18,14 @@ final class FileIds {
 
   /** The id of the file {@code out} writes (HDFS: its {@code DFSOutputStream}'s), or unknown. */
   static long of(FSDataOutputStream out) {
-    OutputStream stream = out;
     // FSDataOutputStream > HdfsDataOutputStream's wrapped (CryptoOutputStream >) DFSOutputStream
+    Object stream = out;
     for (int depth = 0; depth < 4 && stream != null; depth++) {
       long id = invokeFileId(stream);
       if (id != UNKNOWN) {
         return id;
       }
-      if (!(stream instanceof FSDataOutputStream data)) {
-        Object wrapped = invoke(stream, "getWrappedStream");
-        stream = wrapped instanceof OutputStream o ? o : null;
-        continue;
-      }
-      stream = data.getWrappedStream();
+      stream = invoke(stream, "getWrappedStream");
     }
     return UNKNOWN;
   }
