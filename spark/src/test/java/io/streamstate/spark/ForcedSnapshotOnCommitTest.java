@@ -72,6 +72,8 @@ class ForcedSnapshotOnCommitTest {
   private StreamStateProvider open(String local) {
     SQLConf sqlConf = new SQLConf();
     sqlConf.setConfString(StreamStateConf.LOCAL_DIR, work.resolve(local).toString());
+    // Below the default, so that a replay-debt snapshot takes thousands of changes, not a million.
+    sqlConf.setConfString(StreamStateConf.SNAPSHOT_REPLAY_DEBT_MIN_CHANGES, "2000");
     StateStoreConf storeConf =
         new StateStoreConf(sqlConf, scala.collection.immutable.Map$.MODULE$.empty());
     Configuration hadoopConf = new Configuration();
@@ -158,7 +160,7 @@ class ForcedSnapshotOnCommitTest {
     StateStore store = provider.getStore(0, Option.empty(), false, false);
     UnsafeProjection keys = UnsafeProjection.create(KEY);
     UnsafeProjection values = UnsafeProjection.create(VALUE);
-    int n = 250_000; // more than the 200,000 changes below which a replay is cheap
+    int n = 2_500; // more than snapshot.replayDebtMinChanges, set to 2,000 above
     for (int i = 0; i < n; i++) {
       store.put(
           keys.apply(new GenericInternalRow(new Object[] {UTF8String.fromString("k" + i)})),

@@ -31,8 +31,11 @@ import java.util.Objects;
  *     since the last snapshot) than this percent of the store's keys starts a snapshot in the
  *     background, so that a restart's replay stays bounded by the state's size rather than by the
  *     snapshot interval; 0 turns it off (default 50)
- * @param replayDebtMinChanges ... and more than this many changes: fewer replay in well under a
- *     second, not worth a snapshot's files (default 200,000)
+ * @param replayDebtMinChanges ... and more than this many changes (default 1,000,000): a snapshot
+ *     costs about a write of the whole state, so a store of a few hundred thousand keys whose every
+ *     batch changes most of them would otherwise snapshot every few batches (a saturated window
+ *     aggregation lost a fifth of its rows/s to it: issue 21 bench, section 35); a million changes
+ *     replay in about a second, as ten versions of 100,000 changes do under the snapshot interval
  */
 public record StoreOptions(
     int minVersionsToRetain,
@@ -45,7 +48,7 @@ public record StoreOptions(
     long replayDebtMinChanges) {
   public static final long DEFAULT_INLINE_SST_MAX_BYTES = 2L << 20;
   public static final int DEFAULT_REPLAY_DEBT_PERCENT = 50;
-  public static final long DEFAULT_REPLAY_DEBT_MIN_CHANGES = 200_000;
+  public static final long DEFAULT_REPLAY_DEBT_MIN_CHANGES = 1_000_000;
 
   public StoreOptions {
     Objects.requireNonNull(changelogCodec, "changelogCodec");

@@ -46,10 +46,21 @@ public final class StreamStateKeys {
           ConfigKey.Type.COUNT,
           Integer.toString(StoreOptions.DEFAULT_REPLAY_DEBT_PERCENT),
           "a commit after which a restart would replay more changes (those committed since the"
-              + " last snapshot) than this percent of the store's keys, and more than "
-              + String.format("%,d", StoreOptions.DEFAULT_REPLAY_DEBT_MIN_CHANGES)
-              + ", starts a snapshot in the background: a restart's replay stays bounded by the"
-              + " state's size, not by `snapshotInterval` versions of changes. 0 turns it off");
+              + " last snapshot) than this percent of the store's keys, and more than"
+              + " `snapshot.replayDebtMinChanges`, starts a snapshot in the background: a"
+              + " restart's replay stays bounded by the state's size, not by `snapshotInterval`"
+              + " versions of changes. 0 turns it off");
+
+  static final ConfigKey SNAPSHOT_REPLAY_DEBT_MIN_CHANGES_KEY =
+      ConfigKey.of(
+          SNAPSHOT_REPLAY_DEBT_MIN_CHANGES,
+          ConfigKey.Type.COUNT,
+          Long.toString(StoreOptions.DEFAULT_REPLAY_DEBT_MIN_CHANGES),
+          "the changes to replay below which no replay-debt snapshot starts, whatever"
+              + " `snapshot.replayDebtPercent` says: a snapshot costs about a write of the whole"
+              + " state, so a small store whose every batch changes most of its keys would"
+              + " otherwise snapshot every few batches and spend its CPU on it (issue 21 bench,"
+              + " section 35); this many changes replay in about a second");
 
   static final ConfigKey SNAPSHOT_CLOSE_WAIT_MS_KEY =
       ConfigKey.of(
@@ -344,6 +355,7 @@ public final class StreamStateKeys {
           SNAPSHOT_INTERVAL_KEY,
           SNAPSHOT_INLINE_SST_MAX_BYTES_KEY,
           SNAPSHOT_REPLAY_DEBT_PERCENT_KEY,
+          SNAPSHOT_REPLAY_DEBT_MIN_CHANGES_KEY,
           SNAPSHOT_CLOSE_WAIT_MS_KEY,
           CHANGELOG_CODEC_KEY,
           MEMORY_CAP_BYTES_KEY,

@@ -35,6 +35,8 @@ public class StreamStateSettings {
   public static final String SNAPSHOT_INLINE_SST_MAX_BYTES = PREFIX + "snapshot.inlineSstMaxBytes";
   public static final String CHANGELOG_CODEC = PREFIX + "changelog.codec";
   public static final String SNAPSHOT_REPLAY_DEBT_PERCENT = PREFIX + "snapshot.replayDebtPercent";
+  public static final String SNAPSHOT_REPLAY_DEBT_MIN_CHANGES =
+      PREFIX + "snapshot.replayDebtMinChanges";
   public static final String SNAPSHOT_CLOSE_WAIT_MS = PREFIX + "snapshot.closeWaitMs";
   public static final String MEMORY_CAP_BYTES = PREFIX + "memoryCapBytes";
   public static final String HEAP_MIRROR_BYTES = PREFIX + "heapMirrorBytes";
@@ -191,6 +193,16 @@ public class StreamStateSettings {
               + replayDebtPercent
               + " (expected 0 to 100000)");
     }
+    long replayDebtMinChanges =
+        StreamStateKeys.SNAPSHOT_REPLAY_DEBT_MIN_CHANGES_KEY.readLong(confs);
+    if (replayDebtMinChanges < 0) {
+      throw new IllegalArgumentException(
+          "Invalid value for "
+              + SNAPSHOT_REPLAY_DEBT_MIN_CHANGES
+              + ": "
+              + replayDebtMinChanges
+              + " (expected 0 or more)");
+    }
     StoreOptions options;
     try {
       options =
@@ -202,7 +214,7 @@ public class StreamStateSettings {
               inlineSst,
               codec,
               (int) replayDebtPercent,
-              StoreOptions.DEFAULT_REPLAY_DEBT_MIN_CHANGES);
+              replayDebtMinChanges);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException(
           "Invalid streamstate configuration (spark.sql.streaming.minBatchesToRetain="

@@ -27,6 +27,9 @@ class StreamStateSettingsTest {
         .isEqualTo(StreamStateSettings.DEFAULT_TORN_FILE_GRACE_MS);
     assertThat(options.isAsync()).isFalse();
     assertThat(options.changelogCodec()).isEqualTo(Changelog.Codec.LZ4);
+    assertThat(options.replayDebtPercent()).isEqualTo(StoreOptions.DEFAULT_REPLAY_DEBT_PERCENT);
+    assertThat(options.replayDebtMinChanges())
+        .isEqualTo(StoreOptions.DEFAULT_REPLAY_DEBT_MIN_CHANGES);
     assertThat(s.memoryCapBytes()).isEqualTo(StreamStateSettings.DEFAULT_MEMORY_CAP_BYTES);
     assertThat(s.lockTimeoutMs()).isEqualTo(StreamStateSettings.DEFAULT_LOCK_TIMEOUT_MS);
     assertThat(s.localDir()).isEmpty();
@@ -50,6 +53,7 @@ class StreamStateSettingsTest {
                 StreamStateSettings.LOCAL_DIR, "/data/ss",
                 StreamStateSettings.GROUP_COMMIT_JOURNAL, "false",
                 StreamStateSettings.NATIVE_HEAP_TRIM_INTERVAL_MS, "5s",
+                StreamStateSettings.SNAPSHOT_REPLAY_DEBT_MIN_CHANGES, "5000",
                 StreamStateSettings.HEDGE_ENABLED, "false"),
             7,
             10);
@@ -57,6 +61,7 @@ class StreamStateSettingsTest {
     assertThat(s.storeOptions().snapshotInterval()).isEqualTo(5);
     assertThat(s.storeOptions().minVersionsToRetain()).isEqualTo(7);
     assertThat(s.storeOptions().asyncMaxLagVersions()).isEqualTo(3);
+    assertThat(s.storeOptions().replayDebtMinChanges()).isEqualTo(5000);
     assertThat(s.groupCommitEnabled()).as("async commits are never grouped").isFalse();
     assertThat(s.memoryCapBytes()).isEqualTo(1L << 30);
     assertThat(s.localDir()).contains("/data/ss");
@@ -78,6 +83,13 @@ class StreamStateSettingsTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining(StreamStateSettings.DURABILITY)
         .hasMessageContaining("'eventual'");
+    assertThatThrownBy(
+            () ->
+                StreamStateSettings.parse(
+                    Map.of(StreamStateSettings.SNAPSHOT_REPLAY_DEBT_MIN_CHANGES, "-1"), 1, 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(StreamStateSettings.SNAPSHOT_REPLAY_DEBT_MIN_CHANGES)
+        .hasMessageContaining("-1");
     assertThatThrownBy(
             () ->
                 StreamStateSettings.parse(
