@@ -194,15 +194,9 @@ public class StreamStateSettings {
               + " (expected 0 to 100000)");
     }
     long replayDebtMinChanges =
-        StreamStateKeys.SNAPSHOT_REPLAY_DEBT_MIN_CHANGES_KEY.readLong(confs);
-    if (replayDebtMinChanges < 0) {
-      throw new IllegalArgumentException(
-          "Invalid value for "
-              + SNAPSHOT_REPLAY_DEBT_MIN_CHANGES
-              + ": "
-              + replayDebtMinChanges
-              + " (expected 0 or more)");
-    }
+        nonNegative(
+            StreamStateKeys.SNAPSHOT_REPLAY_DEBT_MIN_CHANGES_KEY.readLong(confs),
+            SNAPSHOT_REPLAY_DEBT_MIN_CHANGES);
     StoreOptions options;
     try {
       options =
